@@ -1,0 +1,1 @@
+"""carousel: a tape staging service."""

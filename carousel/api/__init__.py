@@ -1,0 +1,1 @@
+"""HTTP API: app factory, routers, problem+json errors."""

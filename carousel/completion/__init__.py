@@ -1,0 +1,1 @@
+"""Applies adapter events to files, requests and the mount history; idempotent."""

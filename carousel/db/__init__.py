@@ -1,0 +1,1 @@
+"""Database: SQLAlchemy models, engine and sessions, the one transaction helper, queries."""

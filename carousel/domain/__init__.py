@@ -1,0 +1,1 @@
+"""Pure domain: states, value objects, clocks and errors. Imports nothing of ours."""

@@ -1,0 +1,1 @@
+"""Use cases behind every API: submit, cancel, release, status, archive info."""

@@ -1,0 +1,1 @@
+"""Throughput and efficiency reports from the mount and file history."""

@@ -1,0 +1,1 @@
+"""The scheduling cycle: snapshot, plan, claim, dispatch, record."""

@@ -1,0 +1,1 @@
+"""The program XRootD runs for prepare requests."""

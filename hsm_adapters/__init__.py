@@ -1,0 +1,1 @@
+"""Mass-storage back-ends behind one small protocol (base.py)."""

@@ -1,0 +1,156 @@
+"""The protocol every mass-storage back-end speaks. Small on purpose: read it in a minute.
+
+carousel asks where files are (`lookup`), hands over batches of one tape in the order it wants them read
+(`submit`, returns at once), and learns what happened from events, either pushed to a sink it provides or
+drained by `poll_events`. `cancel` says honestly what could still be stopped. `capacity` and `health` let the
+scheduler feed the library at its pace and stop during outages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
+
+DEFAULT_SERVICE_CLASS = "default"
+
+
+# --- lookup ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OnTape:
+    """The file is on tape: where, how big, and whether a disk copy exists already."""
+
+    path: str
+    tape: str
+    position_bytes: int  # bytes from the start of the tape's data to the file's first byte
+    size_bytes: int
+    on_disk: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NotOnTape:
+    """A definite answer: the library holds no tape copy of this path (absent, or a disk-only file)."""
+
+    path: str
+    reason: str
+    on_disk: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Unknown:
+    """No answer now (back-end unreachable, timed out): ask again later."""
+
+    path: str
+    reason: str
+
+
+LookupResult = OnTape | NotOnTape | Unknown
+
+
+# --- submission -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BatchFile:
+    key: str  # carousel's id for this recall; events and cancel name files by it
+    path: str
+    position_bytes: int
+    size_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Files of one tape, in the order carousel wants them read."""
+
+    key: str  # idempotency key: submitting the same key twice is a no-op
+    tape: str
+    files: tuple[BatchFile, ...]
+    service_class: str = DEFAULT_SERVICE_CLASS
+
+
+# --- events ---------------------------------------------------------------------------------------------
+
+
+class EventKind(StrEnum):
+    MOUNTED = "MOUNTED"
+    FILE_STARTED = "FILE_STARTED"
+    FILE_STAGED = "FILE_STAGED"
+    FILE_FAILED = "FILE_FAILED"
+    FILE_CANCELLED = "FILE_CANCELLED"
+    UNMOUNTED = "UNMOUNTED"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    kind: EventKind
+    at: datetime  # timezone-aware UTC
+    seq: int  # strictly increasing per adapter instance: consumers apply events in this order
+    tape: str | None = None
+    drive: str | None = None
+    file_key: str | None = None
+    path: str | None = None
+    batch_key: str | None = None
+    bytes: int = 0
+    reason: str | None = None  # why a file failed or was cancelled
+    retryable: bool = True  # False: retrying the file will not help (e.g. not on this tape)
+
+
+EventSink = Callable[[Event], None]
+
+
+# --- cancel, capacity, health ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CancelResult:
+    cancelled: tuple[str, ...]  # file keys the HSM will not read
+    in_progress: tuple[str, ...]  # already being read (or done): their events still come
+    unknown: tuple[str, ...]  # keys the HSM never had
+
+
+class Health(StrEnum):
+    ONLINE = "ONLINE"
+    DEGRADED = "DEGRADED"  # working, with fewer drives or slower than it should
+    OFFLINE = "OFFLINE"  # do not submit
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    drives_total: int
+    drives_free: int
+    # files the HSM will still accept now, per class of service (its queue depth minus what it holds)
+    queue_slots: dict[str, int] = field(default_factory=dict)
+    mounted_tapes: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class HsmAdapter(Protocol):
+    name: str
+
+    def lookup(self, paths: Sequence[str]) -> list[LookupResult]:
+        """One result per path, in the same order."""
+        ...
+
+    def submit(self, batch: Batch) -> None:
+        """Accept a batch and return at once; idempotent by batch.key."""
+        ...
+
+    def cancel(self, file_keys: Sequence[str]) -> CancelResult: ...
+
+    def poll_events(self, limit: int | None = None) -> list[Event]:
+        """Events not yet delivered, oldest first (in seq order). Each is delivered once."""
+        ...
+
+    def set_sink(self, sink: EventSink | None) -> None:
+        """Push events to sink as they happen instead of keeping them for poll_events."""
+        ...
+
+    def capacity(self) -> Capacity: ...
+
+    def health(self) -> Health: ...
+
+    def close(self) -> None: ...

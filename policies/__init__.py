@@ -1,0 +1,1 @@
+"""Scheduling policies: pure functions of a queue snapshot."""
