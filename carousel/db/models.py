@@ -1,0 +1,195 @@
+"""The queue's tables. One row per path in `files` (so a file asked for by many requests is recalled once);
+`request_files` links a request to the files it names and keeps that requester's own view of each file.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from carousel.domain.states import FileState
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# BIGINT on PostgreSQL, INTEGER (the rowid alias) on SQLite so primary keys autoincrement there too.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """Stores aware UTC and reads it back aware, on PostgreSQL and on SQLite (which keeps no zone)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime: carousel stores timezone-aware UTC only")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _in(values: type[StrEnum]) -> str:
+    return ", ".join(f"'{v.value}'" for v in values)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class RequestState(StrEnum):
+    ACTIVE = "ACTIVE"  # some file still pending
+    DONE = "DONE"  # every file of the request has reached a final state for this requester
+    DELETED = "DELETED"  # the client deleted it: gone for the client, kept for history
+
+
+class LinkState(StrEnum):
+    """One requester's view of one file. PENDING follows the shared recall; the others are final."""
+
+    PENDING = "PENDING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+class StageRequest(Base):
+    __tablename__ = "requests"
+    __table_args__ = (CheckConstraint(f"state IN ({_in(RequestState)})", name="state"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(256), index=True)
+    grp: Mapped[str] = mapped_column("grp", String(128), default="default")
+    activity: Mapped[str] = mapped_column(String(128), default="default")
+    priority: Mapped[int] = mapped_column(Integer, default=0)
+    api: Mapped[str] = mapped_column(String(16))  # tape_rest | native | xrootd
+    state: Mapped[str] = mapped_column(String(16), default=RequestState.ACTIVE.value)
+    files_total: Mapped[int] = mapped_column(Integer)
+    client_info: Mapped[str | None] = mapped_column(Text, default=None)
+    colocation: Mapped[str | None] = mapped_column(String(256), default=None)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    started_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    completed_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    deleted_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+
+
+class RequestAlias(Base):
+    """Another name for a request (XRootD's own request id)."""
+
+    __tablename__ = "request_aliases"
+
+    alias: Mapped[str] = mapped_column(String(256), primary_key=True)
+    request_id: Mapped[str] = mapped_column(ForeignKey("requests.id", ondelete="CASCADE"), index=True)
+
+
+class QueuedFileRow(Base):
+    __tablename__ = "files"
+    __table_args__ = (
+        CheckConstraint(f"state IN ({_in(FileState)})", name="state"),
+        CheckConstraint("attempts >= 0", name="attempts"),
+        # The scheduler's hot path: queued files of one tape in head order (as CTA's scheduler indexes it).
+        Index("ix_files_tape_state_position", "tape", "state", "position_bytes", "id"),
+        Index("ix_files_state_queued_at", "state", "queued_at", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    path: Mapped[str] = mapped_column(String(4096), unique=True)
+    state: Mapped[str] = mapped_column(String(16))
+    tape: Mapped[str | None] = mapped_column(String(64), default=None)
+    position_bytes: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    size_bytes: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    service_class: Mapped[str] = mapped_column(String(64), default="default")
+    grp: Mapped[str] = mapped_column(
+        "grp", String(128), default="default"
+    )  # group of the oldest active asker
+    priority: Mapped[int] = mapped_column(Integer, default=0)  # highest priority among active askers
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text, default=None)  # last failure, or why it is UNRESOLVED
+    batch_key: Mapped[str | None] = mapped_column(String(64), default=None, index=True)
+    queued_at: Mapped[datetime] = mapped_column(UtcDateTime())  # arrival that (re)queued this recall
+    not_before: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)  # retry back-off
+    claimed_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    submitted_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    started_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    on_disk: Mapped[bool] = mapped_column(default=False)
+
+
+class RequestFile(Base):
+    __tablename__ = "request_files"
+    __table_args__ = (CheckConstraint(f"state IN ({_in(LinkState)})", name="state"),)
+
+    request_id: Mapped[str] = mapped_column(ForeignKey("requests.id", ondelete="CASCADE"), primary_key=True)
+    ordinal: Mapped[int] = mapped_column(Integer, primary_key=True)  # position in the client's list
+    file_id: Mapped[int] = mapped_column(ForeignKey("files.id"), index=True)
+    path: Mapped[str] = mapped_column(String(4096))  # as the client named it (normalised)
+    state: Mapped[str] = mapped_column(String(16), default=LinkState.PENDING.value)
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    released_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+
+
+class Mount(Base):
+    """Mount history reported by the HSM: the raw material of the throughput reports."""
+
+    __tablename__ = "mounts"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    tape: Mapped[str] = mapped_column(String(64), index=True)
+    drive: Mapped[str | None] = mapped_column(String(64), default=None)
+    mounted_at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)
+    unmounted_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    files: Mapped[int] = mapped_column(Integer, default=0)
+    bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class Recall(Base):
+    """One attempt at reading one file: what was submitted when, and how it ended."""
+
+    __tablename__ = "recalls"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    file_id: Mapped[int] = mapped_column(ForeignKey("files.id"), index=True)
+    batch_key: Mapped[str] = mapped_column(String(64), index=True)
+    tape: Mapped[str] = mapped_column(String(64))
+    submitted_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    started_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None, index=True)
+    outcome: Mapped[str | None] = mapped_column(String(16), default=None)  # STAGED | FAILED | CANCELLED
+    drive: Mapped[str | None] = mapped_column(String(64), default=None)
+    bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    reason: Mapped[str | None] = mapped_column(Text, default=None)
+
+
+class AppliedEvent(Base):
+    """Adapter events already applied, so completion is idempotent across restarts."""
+
+    __tablename__ = "applied_events"
+
+    adapter: Mapped[str] = mapped_column(String(64), primary_key=True)
+    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True)
