@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test check lint typecheck unit bench clean
+.PHONY: run test system check bench clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "python3 is missing: apt-get install python3 python3-venv"; exit 2; }
@@ -14,12 +14,18 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 ## run: the service on the embedded defaults (SQLite file, simulated library) on 127.0.0.1:8000
-run: $(STAMP)
+run:
+	bash scripts/system-deps.sh --runtime
+	$(MAKE) --no-print-directory $(STAMP)
 	$(BIN)/carousel db upgrade
 	$(BIN)/carousel serve --host 127.0.0.1 --port 8000
 
-## test: lint, types, architecture contracts, then the whole suite (needs PostgreSQL on 127.0.0.1:5432)
-test: $(STAMP) check
+## system: Debian packages the tests need (gfal2, xrootd, PostgreSQL when none answers on 127.0.0.1:5432)
+system:
+	bash scripts/system-deps.sh
+
+## test: system packages, lint, types, architecture contracts, then the whole suite on PostgreSQL and SQLite
+test: system $(STAMP) check
 	$(BIN)/pytest -n 2 --dist loadgroup -p no:cacheprovider
 
 check: $(STAMP)
