@@ -58,13 +58,19 @@ class ReadOrder(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Selection:
-    """Claim up to max_files (and max_bytes) queued files, of one tape or (tape=None) of any tape."""
+    """Claim up to max_files (and max_bytes) queued files, of one tape or (tape=None) of any tape.
+
+    service_class narrows a tape=None selection to one class of service, so a policy can respect the HSM's
+    queue depth per class. max_bytes never leaves a selection empty: its first file is claimed whatever
+    its size.
+    """
 
     tape: str | None
     max_files: int
     order: ReadOrder = ReadOrder.POSITION
     max_bytes: int | None = None
     one_file_per_batch: bool = False  # hand files over one by one (the unaggregated baseline)
+    service_class: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
