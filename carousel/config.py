@@ -1,0 +1,121 @@
+"""Settings: built once where a process starts (never at import time), from defaults, an optional TOML file
+and CAROUSEL_* environment variables (weakest first: defaults, TOML file, environment, explicit arguments).
+
+The TOML file is named by CAROUSEL_CONFIG; nested values use "__" in environment variable names, for example
+CAROUSEL_LIMITS__MAX_BODY_BYTES=1048576 or CAROUSEL_ADAPTER_OPTIONS__DRIVES=4.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from carousel.domain.errors import ConfigError
+
+CONFIG_FILE_ENV = "CAROUSEL_CONFIG"
+
+
+def default_adapter_options() -> dict[str, Any]:
+    """The embedded default: a simulated LTO-8 library with a generated catalogue on a scaled clock."""
+    return {
+        "profile": "lto8",
+        "drives": 8,
+        "seed": 1,
+        "cartridges": 200,
+        "files_per_cartridge": 50,
+        "time_scale": 100.0,
+    }
+
+
+class Limits(BaseModel):
+    """What one call may ask for. Over a limit the caller gets 413 (body) or 400 (counts) naming the limit."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_body_bytes: int = Field(default=64 * 1024 * 1024, gt=0)
+    max_files_per_request_tape_rest: int = Field(default=10_000, gt=0)
+    max_files_per_request_native: int = Field(default=100_000, gt=0)
+    max_archiveinfo_paths: int = Field(default=10_000, gt=0)
+    max_path_length: int = Field(default=4096, gt=1, le=4096)
+    max_page_size: int = Field(default=10_000, gt=0)  # native per-file status paging
+    max_requests_listed: int = Field(default=1_000, gt=0)  # native request listing paging
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="CAROUSEL_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+    )
+
+    database_url: str = "sqlite:///var/carousel.sqlite3"
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    site_name: str = "carousel"
+    site_description: str = "carousel tape staging service"
+    # Base URL announced by the discovery document; None: the scheme, host and port the client used.
+    public_url: str | None = None
+
+    adapter: str = "simulated"
+    adapter_options: dict[str, Any] = Field(default_factory=default_adapter_options)
+    policy: str = "fifo"
+    policy_options: dict[str, Any] = Field(default_factory=dict)
+
+    cycle_interval_s: float = Field(default=2.0, gt=0)
+    max_files_per_cycle: int = Field(default=10_000, gt=0)
+    max_attempts: int = Field(default=3, ge=1)
+    retry_backoff_s: float = Field(default=600.0, ge=0)
+    claim_timeout_s: float = Field(default=300.0, gt=0)  # a CLAIMED file older than this is recovered
+
+    limits: Limits = Field(default_factory=Limits)
+    # Callers without credentials act as the user "anonymous". Off: every call needs authentication.
+    anonymous: bool = True
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url_is_absolute(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("public_url must be an absolute http:// or https:// URL")
+        return value.rstrip("/")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        config_file = os.environ.get(CONFIG_FILE_ENV)
+        if config_file:
+            path = Path(config_file)
+            if not path.is_file():
+                raise ConfigError(f"{CONFIG_FILE_ENV}={config_file}: no such file")
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path, deep_merge=True))
+        return tuple(sources)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the environment (and CAROUSEL_CONFIG), with a one-line ConfigError naming a bad key."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(part) for part in first["loc"]) or "settings"
+        raise ConfigError(f"setting {key}: {first['msg']}") from exc
+    except ValueError as exc:  # a TOML file that does not parse
+        raise ConfigError(f"settings: {exc}") from exc

@@ -1,0 +1,145 @@
+"""Engines, sessions, the one transaction helper, and schema migration (upgrade, currency check).
+
+SQLite is made to behave: foreign keys on, WAL, a busy timeout, and transactions that begin with
+BEGIN IMMEDIATE (pysqlite's own transaction handling would break savepoints, and a deferred transaction that
+reads and then writes fails at once with "database is locked" when another writer got in between).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event, make_url
+from sqlalchemy.engine import URL, Connection
+from sqlalchemy.orm import Session, sessionmaker
+
+from carousel.config import Settings
+from carousel.domain.errors import ConfigError
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def _sqlite_file(url: URL) -> Path | None:
+    database = url.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database)
+
+
+def _make_sqlite_behave(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_engine(source: Settings | str | URL, **kwargs: Any) -> Engine:
+    """An engine for the settings' database (or a URL). Creates the directory of a SQLite file."""
+    url = make_url(source.database_url if isinstance(source, Settings) else source)
+    if url.get_backend_name() == "sqlite":
+        sqlite_file = _sqlite_file(url)
+        if sqlite_file is not None:
+            sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+        # One process serves HTTP from a thread pool and runs the scheduler in another thread.
+        connect_args = {"check_same_thread": False, **kwargs.pop("connect_args", {})}
+        engine = create_engine(url, connect_args=connect_args, **kwargs)
+        _make_sqlite_behave(engine)
+        return engine
+    kwargs.setdefault("pool_pre_ping", True)
+    return create_engine(url, **kwargs)
+
+
+def make_session_factory(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(bind=engine, expire_on_commit=False, autoflush=False)
+
+
+@contextmanager
+def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """The one commit point: commits when the block ends normally, rolls back when it raises."""
+    with factory() as session, session.begin():
+        yield session
+
+
+# --- migrations -------------------------------------------------------------------------------------------
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    """An Alembic configuration that works from an installed package (no alembic.ini needed)."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    heads = ScriptDirectory.from_config(alembic_config()).get_heads()
+    if len(heads) != 1:
+        raise ConfigError(f"the migrations have {len(heads)} heads ({', '.join(heads)}): merge them")
+    return heads[0]
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()
+
+
+def check_schema_current(engine: Engine) -> None:
+    """Refuse to run on a schema other than the one this code was written for."""
+    current = current_revision(engine)
+    head = head_revision()
+    if current != head:
+        at = current if current is not None else "empty (no carousel tables)"
+        raise ConfigError(
+            f"database schema is at {at}, this carousel needs {head}: run `carousel db upgrade`"
+        )
+
+
+def _migrate(url: str | URL, revision: str, *, up: bool) -> None:
+    engine = make_engine(url)
+    sqlite = engine.dialect.name == "sqlite"
+    try:
+        with engine.connect() as connection:
+            if sqlite:
+                # Batch mode rebuilds SQLite tables; with foreign keys on, dropping the old copy would
+                # cascade into the rows that refer to it. The pragma only works outside a transaction.
+                dbapi_connection = connection.connection.dbapi_connection
+                assert dbapi_connection is not None
+                dbapi_connection.cursor().execute("PRAGMA foreign_keys = OFF")
+            with connection.begin():
+                migrate = command.upgrade if up else command.downgrade
+                migrate(alembic_config(connection), revision)
+                if sqlite:
+                    broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
+                    if broken:
+                        raise ConfigError(f"migration to {revision} left dangling references: {broken[:5]}")
+    finally:
+        engine.dispose()
+
+
+def upgrade_to_head(url: str | URL) -> str:
+    """Migrate the database at url to the newest schema; returns the revision it is now at."""
+    _migrate(url, "head", up=True)
+    return head_revision()
+
+
+def downgrade_to(url: str | URL, revision: str) -> None:
+    """Migrate down to revision ("base" removes every carousel table)."""
+    _migrate(url, revision, up=False)

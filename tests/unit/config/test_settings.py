@@ -1,0 +1,87 @@
+"""Settings: defaults, CAROUSEL_ variables, a TOML file that adds to them, errors naming the key."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from carousel.config import CONFIG_FILE_ENV, Settings, load_settings
+from carousel.domain.errors import ConfigError
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("CAROUSEL_"):
+            monkeypatch.delenv(name)
+
+
+def test_embedded_defaults() -> None:
+    settings = load_settings()
+    assert settings.database_url.startswith("sqlite:///")
+    assert (settings.host, settings.port) == ("127.0.0.1", 8000)
+    assert settings.adapter == "simulated"
+    assert settings.adapter_options["profile"] == "lto8"
+    assert settings.limits.max_files_per_request_native == 100_000
+    assert settings.anonymous is True
+
+
+def test_environment_and_nested_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CAROUSEL_PORT", "9001")
+    monkeypatch.setenv("CAROUSEL_LIMITS__MAX_BODY_BYTES", "1024")
+    monkeypatch.setenv("CAROUSEL_ADAPTER_OPTIONS", '{"profile": "lto9", "drives": 2}')
+    settings = load_settings()
+    assert settings.port == 9001
+    assert settings.limits.max_body_bytes == 1024
+    assert settings.limits.max_files_per_request_native == 100_000  # untouched nested default
+    assert settings.adapter_options == {"profile": "lto9", "drives": 2}
+
+
+def test_toml_file_adds_and_environment_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = tmp_path / "carousel.toml"
+    config.write_text('site_name = "BNL"\nport = 8100\n[limits]\nmax_archiveinfo_paths = 7\n')
+    monkeypatch.setenv(CONFIG_FILE_ENV, str(config))
+    monkeypatch.setenv("CAROUSEL_PORT", "8200")
+    settings = load_settings()
+    assert settings.site_name == "BNL"
+    assert settings.port == 8200
+    assert settings.limits.max_archiveinfo_paths == 7
+
+
+def test_missing_config_file_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(CONFIG_FILE_ENV, str(tmp_path / "nope.toml"))
+    with pytest.raises(ConfigError, match=r"nope\.toml: no such file"):
+        load_settings()
+
+
+def test_broken_toml_is_a_config_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text("port = = 3\n")
+    monkeypatch.setenv(CONFIG_FILE_ENV, str(config))
+    with pytest.raises(ConfigError, match="settings"):
+        load_settings()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "named"),
+    [
+        ("CAROUSEL_PORT", "eighty", "port"),
+        ("CAROUSEL_LIMITS__MAX_BODY_BYTES", "0", "limits.max_body_bytes"),
+        ("CAROUSEL_PUBLIC_URL", "example.org", "public_url"),
+    ],
+)
+def test_bad_values_name_the_key(monkeypatch: pytest.MonkeyPatch, key: str, value: str, named: str) -> None:
+    monkeypatch.setenv(key, value)
+    with pytest.raises(ConfigError, match=rf"setting {named}:"):
+        load_settings()
+
+
+def test_unknown_keys_are_refused() -> None:
+    with pytest.raises(ConfigError, match="setting databse_url"):
+        load_settings(databse_url="sqlite://")
+
+
+def test_public_url_loses_its_trailing_slash() -> None:
+    assert Settings(public_url="https://tape.example.org:8443/").public_url == "https://tape.example.org:8443"
