@@ -1,0 +1,314 @@
+"""The scheduler's SQL: the per-tape snapshot, claims, hand-over records, stale-claim recovery, cancels to
+push and lookups to retry. Every statement is set-based; none reads the queued files one by one.
+
+Callers own the transaction (carousel.db.engine.transaction); nothing here commits.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, and_, bindparam, exists, func, insert, or_, select, update
+from sqlalchemy.orm import InstrumentedAttribute, Session
+
+from carousel.db.models import LinkState, QueuedFileRow, Recall, RequestFile, StageRequest
+from carousel.domain.planning import GroupDemand, ReadOrder, Selection, TapeDemand
+from carousel.domain.states import FileState
+
+F = QueuedFileRow
+IN_FLIGHT = (FileState.CLAIMED.value, FileState.SUBMITTED.value)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueDemand:
+    """The queue as a policy needs it: one entry per tape with work, and what is in flight."""
+
+    tapes: tuple[TapeDemand, ...]
+    in_flight: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedFile:
+    id: int
+    path: str
+    tape: str
+    position_bytes: int
+    size_bytes: int
+    service_class: str
+    queued_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class HandedOver:
+    """One batch the adapter accepted: its key and tape, and the ids of its files."""
+
+    batch_key: str
+    tape: str
+    file_ids: tuple[int, ...]
+
+
+def _due(now: datetime) -> ColumnElement[bool]:
+    return or_(F.not_before.is_(None), F.not_before <= now)
+
+
+def _has_pending_link() -> ColumnElement[bool]:
+    return exists().where(RequestFile.file_id == F.id, RequestFile.state == LinkState.PENDING.value)
+
+
+# --- snapshot ---------------------------------------------------------------------------------------------
+
+
+def read_demand(session: Session, now: datetime) -> QueueDemand:
+    """One statement, grouped by tape: rows grow with tapes (times groups), not with queued files."""
+    rows = session.execute(
+        select(
+            F.tape,
+            F.state,
+            F.service_class,
+            F.grp,
+            func.count(),
+            func.coalesce(func.sum(F.size_bytes), 0),
+            func.min(F.queued_at),
+            func.max(F.priority),
+        )
+        .where(F.tape.is_not(None))
+        .where(or_(F.state.in_(IN_FLIGHT), and_(F.state == FileState.QUEUED.value, _due(now))))
+        .group_by(F.tape, F.state, F.service_class, F.grp)
+    ).all()
+
+    queued: dict[str, list[tuple[str, str, int, int, datetime, int]]] = defaultdict(list)
+    in_flight_by_tape: dict[str, int] = defaultdict(int)
+    for tape, state, service_class, grp, count, size, oldest, priority in rows:
+        assert tape is not None  # filtered in the statement
+        if state == FileState.QUEUED.value:
+            queued[tape].append((service_class, grp, count, int(size or 0), oldest, priority))
+        else:
+            in_flight_by_tape[tape] += count
+
+    tapes = []
+    for tape, parts in queued.items():
+        groups: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for _, grp, count, size, _, _ in parts:
+            groups[grp][0] += count
+            groups[grp][1] += size
+        # a tape's files share its class of service; should they not, the busiest class speaks for the tape
+        classes: dict[str, int] = defaultdict(int)
+        for service_class, _, count, _, _, _ in parts:
+            classes[service_class] += count
+        tapes.append(
+            TapeDemand(
+                tape=tape,
+                files=sum(p[2] for p in parts),
+                bytes=sum(p[3] for p in parts),
+                oldest=min(p[4] for p in parts),
+                max_priority=max(p[5] for p in parts),
+                service_class=max(sorted(classes), key=lambda c: classes[c]),
+                groups=tuple(GroupDemand(g, n, b) for g, (n, b) in sorted(groups.items())),
+                in_flight=in_flight_by_tape.get(tape, 0),
+            )
+        )
+    tapes.sort(key=lambda t: (t.oldest, t.tape))
+    return QueueDemand(tapes=tuple(tapes), in_flight=sum(in_flight_by_tape.values()))
+
+
+# --- claims -----------------------------------------------------------------------------------------------
+
+
+def _candidates(selection: Selection, now: datetime, *columns: InstrumentedAttribute[Any]) -> Select[Any]:
+    query = select(*columns).where(F.state == FileState.QUEUED.value, F.tape.is_not(None), _due(now))
+    if selection.tape is not None:
+        query = query.where(F.tape == selection.tape)
+    if selection.service_class is not None:
+        query = query.where(F.service_class == selection.service_class)
+    if selection.order is ReadOrder.POSITION:
+        query = query.order_by(F.tape, F.position_bytes, F.id)
+    else:
+        query = query.order_by(F.queued_at, F.id)
+    # SKIP LOCKED: a claim never waits for, nor takes, rows another transaction holds (PostgreSQL; SQLite
+    # has one writer at a time and SQLAlchemy leaves the clause out there).
+    return query.limit(selection.max_files).with_for_update(skip_locked=True)
+
+
+def claim(session: Session, selection: Selection, claim_key: str, now: datetime) -> list[ClaimedFile]:
+    """Moves up to selection.max_files due QUEUED files to CLAIMED under claim_key; the selection's order."""
+    if selection.max_files <= 0:
+        return []
+    returning = (F.id, F.path, F.tape, F.position_bytes, F.size_bytes, F.service_class, F.queued_at)
+    stamp = update(F).values(state=FileState.CLAIMED.value, batch_key=claim_key, claimed_at=now)
+    if selection.max_bytes is None:
+        wanted = _candidates(selection, now, F.id).scalar_subquery()
+        rows = session.execute(stamp.where(F.id.in_(wanted)).returning(*returning)).all()
+    else:
+        # A byte budget needs a running sum, which PostgreSQL refuses beside FOR UPDATE: lock the candidates,
+        # cut the list here, then stamp what fits.
+        locked = session.execute(_candidates(selection, now, F.id, F.size_bytes)).all()
+        ids = _within_bytes(locked, selection.max_bytes)
+        rows = session.execute(stamp.where(F.id.in_(ids)).returning(*returning)).all() if ids else []
+    files = [
+        ClaimedFile(
+            id=r[0],
+            path=r[1],
+            tape=r[2] or "",
+            position_bytes=r[3] or 0,
+            size_bytes=r[4] or 0,
+            service_class=r[5],
+            queued_at=r[6],
+        )
+        for r in rows
+    ]
+    # RETURNING has no order: restore the selection's
+    if selection.order is ReadOrder.POSITION:
+        files.sort(key=lambda f: (f.tape, f.position_bytes, f.id))
+    else:
+        files.sort(key=lambda f: (f.queued_at, f.id))
+    return files
+
+
+def _within_bytes(locked: Iterable[tuple[int, int | None]], max_bytes: int) -> list[int]:
+    ids: list[int] = []
+    total = 0
+    for file_id, size in locked:
+        total += size or 0
+        if ids and total > max_bytes:
+            break
+        ids.append(file_id)
+    return ids
+
+
+def mark_requests_started(session: Session, file_ids: Sequence[int], now: datetime) -> None:
+    """A request has started when the first of its files is taken by a cycle."""
+    if not file_ids:
+        return
+    askers = select(RequestFile.request_id).where(
+        RequestFile.file_id.in_(file_ids), RequestFile.state == LinkState.PENDING.value
+    )
+    session.execute(
+        update(StageRequest)
+        .where(StageRequest.started_at.is_(None), StageRequest.id.in_(askers))
+        .values(started_at=now)
+    )
+
+
+def record_handed_over(session: Session, batches: Sequence[HandedOver], now: datetime) -> int:
+    """CLAIMED -> SUBMITTED under each batch's key, and one recalls row per file. Returns files marked."""
+    params = [{"b_id": fid, "b_key": b.batch_key} for b in batches for fid in b.file_ids]
+    if not params:
+        return 0
+    mark = (
+        update(F)
+        .where(F.id == bindparam("b_id"), F.state == FileState.CLAIMED.value)
+        .values(state=FileState.SUBMITTED.value, batch_key=bindparam("b_key"), submitted_at=now)
+    )
+    marked = session.connection().execute(mark, params).rowcount
+    recalls = [
+        {"file_id": fid, "batch_key": b.batch_key, "tape": b.tape, "submitted_at": now}
+        for b in batches
+        for fid in b.file_ids
+    ]
+    session.execute(insert(Recall), recalls)
+    return int(marked)
+
+
+def return_to_queue(session: Session, file_ids: Sequence[int]) -> int:
+    """CLAIMED files the adapter did not take go back to the queue as they were."""
+    if not file_ids:
+        return 0
+    result = session.execute(
+        update(F)
+        .where(F.id.in_(file_ids), F.state == FileState.CLAIMED.value)
+        .values(state=FileState.QUEUED.value, batch_key=None, claimed_at=None)
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+def recover_stale_claims(session: Session, claimed_before: datetime) -> int:
+    """Claims a crashed cycle left behind (CLAIMED since before claimed_before) go back to the queue."""
+    result = session.execute(
+        update(F)
+        .where(F.state == FileState.CLAIMED.value, F.claimed_at < claimed_before)
+        .values(state=FileState.QUEUED.value, batch_key=None, claimed_at=None)
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+# --- cancels ----------------------------------------------------------------------------------------------
+
+
+def unwanted_in_flight(session: Session, limit: int) -> list[int]:
+    """Files with the HSM (or about to be) that no requester waits for any more: their cancel must reach
+    the HSM."""
+    return list(
+        session.scalars(
+            select(F.id).where(F.state.in_(IN_FLIGHT), ~_has_pending_link()).order_by(F.id).limit(limit)
+        )
+    )
+
+
+def settle_cancelled(session: Session, file_ids: Sequence[int], now: datetime) -> tuple[int, int]:
+    """Files the HSM will not read: CANCELLED, unless a new requester came meanwhile, who gets them queued
+    again. Returns (cancelled, requeued)."""
+    if not file_ids:
+        return 0, 0
+    still_active = and_(F.id.in_(file_ids), F.state.in_(IN_FLIGHT))
+    requeued = session.execute(
+        update(F)
+        .where(still_active, _has_pending_link())
+        .values(state=FileState.QUEUED.value, batch_key=None, claimed_at=None, submitted_at=None)
+    ).rowcount  # type: ignore[attr-defined]
+    cancelled = session.execute(
+        update(F)
+        .where(still_active, ~_has_pending_link())
+        .values(state=FileState.CANCELLED.value, finished_at=now, error="cancelled by every requester")
+    ).rowcount  # type: ignore[attr-defined]
+    return int(cancelled), int(requeued)
+
+
+# --- lookups to retry -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Unresolved:
+    id: int
+    path: str
+
+
+def unresolved_due(session: Session, limit: int) -> list[Unresolved]:
+    """UNRESOLVED files, least recently asked about first (not_before records the last attempt)."""
+    rows = session.execute(
+        select(F.id, F.path)
+        .where(F.state == FileState.UNRESOLVED.value)
+        .order_by(F.not_before.is_not(None), F.not_before, F.queued_at, F.id)
+        .limit(limit)
+    ).all()
+    return [Unresolved(id=r[0], path=r[1]) for r in rows]
+
+
+def resolve_to_tape(
+    session: Session, file_id: int, *, tape: str, position_bytes: int, size_bytes: int
+) -> bool:
+    """UNRESOLVED -> QUEUED; queued_at stays the arrival, so the wait for the lookup counts as waiting."""
+    result = session.execute(
+        update(F)
+        .where(F.id == file_id, F.state == FileState.UNRESOLVED.value)
+        .values(
+            state=FileState.QUEUED.value,
+            tape=tape,
+            position_bytes=position_bytes,
+            size_bytes=size_bytes,
+            error=None,
+            not_before=None,
+        )
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def still_unresolved(session: Session, file_id: int, reason: str, now: datetime) -> None:
+    session.execute(
+        update(F)
+        .where(F.id == file_id, F.state == FileState.UNRESOLVED.value)
+        .values(error=reason, not_before=now)
+    )

@@ -1,0 +1,83 @@
+"""The runner on APScheduler's real background thread: waits are bounded by timeouts, never sleeps."""
+
+import threading
+
+import pytest
+
+from carousel.scheduler.runner import CycleRunner
+
+WAIT_S = 10
+
+
+def test_first_cycle_runs_at_once_then_on_the_interval():
+    calls: list[int] = []
+    second = threading.Event()
+
+    def cycle() -> None:
+        calls.append(1)
+        if len(calls) >= 2:
+            second.set()
+
+    runner = CycleRunner(cycle, interval_s=0.05)
+    runner.start()
+    try:
+        assert runner.running
+        assert second.wait(WAIT_S)
+    finally:
+        runner.stop()
+    assert not runner.running
+
+
+def test_a_failing_cycle_does_not_stop_the_runner():
+    outcomes: list[str] = []
+    recovered = threading.Event()
+
+    def cycle() -> None:
+        if not outcomes:
+            outcomes.append("raised")
+            raise RuntimeError("database went away")
+        outcomes.append("ran")
+        recovered.set()
+
+    runner = CycleRunner(cycle, interval_s=0.05)
+    runner.start()
+    try:
+        assert recovered.wait(WAIT_S)
+    finally:
+        runner.stop()
+    assert outcomes[:2] == ["raised", "ran"]
+
+
+def test_cycles_never_overlap():
+    active = 0
+    most = 0
+    finished = 0
+    lock = threading.Lock()
+    release = threading.Event()
+    three_done = threading.Event()
+
+    def slow_cycle() -> None:
+        nonlocal active, most, finished
+        with lock:
+            active += 1
+            most = max(most, active)
+        release.wait(WAIT_S)  # the first cycle outlasts several intervals
+        with lock:
+            active -= 1
+            finished += 1
+            if finished >= 3:
+                three_done.set()
+
+    runner = CycleRunner(slow_cycle, interval_s=0.01)
+    runner.start()
+    try:
+        threading.Timer(0.2, release.set).start()
+        assert three_done.wait(WAIT_S)
+    finally:
+        runner.stop()
+    assert most == 1
+
+
+def test_interval_must_be_positive():
+    with pytest.raises(ValueError, match="interval_s"):
+        CycleRunner(lambda: None, interval_s=0)
