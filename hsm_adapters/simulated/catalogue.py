@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -50,13 +50,21 @@ class _Problem:
     row: int  # index in the input order
     column: str
     message: str
+    # Another row involved, named by whoever reports the problem ("row 3", "line 5"), then more text.
+    other_row: int | None = None
+    after_other: str = ""
+
+    def describe(self, name_row: Callable[[int], str]) -> str:
+        if self.other_row is None:
+            return self.message
+        return f"{self.message}{name_row(self.other_row)}{self.after_other}"
 
 
 class CatalogueInvalid(ValueError):
     """Columns that do not make a catalogue; `row` is the index of the offending row in the input."""
 
     def __init__(self, problem: _Problem) -> None:
-        super().__init__(f"row {problem.row}: {problem.column}: {problem.message}")
+        super().__init__(f"row {problem.row}: {problem.column}: {problem.describe(lambda row: f'row {row}')}")
         self.problem = problem
 
 
@@ -128,7 +136,15 @@ class Catalogue(Mapping[str, CatalogueEntry]):
     def on_tape(self, tape: str) -> tuple[CatalogueEntry, ...]:
         """The tape's entries in position order; KeyError for a tape the catalogue does not know."""
         start, stop = self._tape_range(tape)
-        return tuple(self._entry(row) for row in range(start, stop))
+        return tuple(
+            CatalogueEntry(path, size, tape, position)
+            for path, size, position in zip(
+                self._paths[start:stop],
+                self._sizes[start:stop].tolist(),
+                self._positions[start:stop].tolist(),
+                strict=True,
+            )
+        )
 
     def file_count(self, tape: str) -> int:
         start, stop = self._tape_range(tape)
@@ -226,7 +242,7 @@ def _first_duplicate(paths: Sequence[str]) -> _Problem:
     first_row: dict[str, int] = {}
     for row, path in enumerate(paths):
         if path in first_row:
-            return _Problem(row, "path", f"{path!r} appears twice (first in row {first_row[path]})")
+            return _Problem(row, "path", f"{path!r} appears twice (first in ", first_row[path], ")")
         first_row[path] = row
     raise AssertionError("no duplicate path found")
 
@@ -244,7 +260,7 @@ def _first_overlap(
     later, earlier = min(rows, key=max)
     if later < earlier:
         later, earlier = earlier, later
-    return _Problem(later, "position_bytes", f"overlaps the file of row {earlier} on the same tape")
+    return _Problem(later, "position_bytes", "overlaps the file of ", earlier, " on the same tape")
 
 
 # --- CSV ------------------------------------------------------------------------------------------------
@@ -296,15 +312,9 @@ def load_catalogue_csv(path: str | Path, *, capacity_bytes: int | None = None) -
     except CatalogueInvalid as exc:
         problem = exc.problem
         raise ConfigError(
-            f"{source}: line {lines[problem.row]}: column {problem.column}: {problem.message}"
-            f"{_row_to_line(problem.message, lines)}"
+            f"{source}: line {lines[problem.row]}: column {problem.column}:"
+            f" {problem.describe(lambda row: f'line {lines[row]}')}"
         ) from exc
-
-
-def _row_to_line(message: str, lines: list[int]) -> str:
-    # Messages that mention another row read better with its line number.
-    match = re.search(r"row (\d+)", message)
-    return f" (line {lines[int(match.group(1))]})" if match else ""
 
 
 def _parse_int(text: str, source: Path, line: int, column: str) -> int:
