@@ -1,0 +1,72 @@
+"""Several schedulers on one PostgreSQL database: exactly one plans at a time."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from carousel.db.engine import make_engine, make_session_factory
+from carousel.db.leader_lock import AdvisoryLock, SingleProcessLock, leader_lock_for
+from carousel.domain.planning import Plan, Snapshot
+from carousel.scheduler.cycle import Cycle, CycleReport
+from policies.fifo import FifoPolicy
+from tests.integration.scheduler.rows import add_request
+from tests.integration.scheduler.support import catalogue_files, file_states, settings
+
+WAIT_S = 10
+
+
+class PausingFifo(FifoPolicy):
+    """fifo that holds its cycle (and so the leader lock) open until the test lets it go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.planning = threading.Event()
+        self.go_on = threading.Event()
+
+    def plan(self, snapshot: Snapshot) -> Plan:
+        self.planning.set()
+        assert self.go_on.wait(WAIT_S)
+        return super().plan(snapshot)
+
+
+@pytest.mark.postgres
+def test_two_cycles_at_once_only_one_plans(postgres_databases, postgres_template, make_adapter, clock):
+    url = postgres_databases.create(template=postgres_template)
+    engine = make_engine(url)
+    try:
+        factory = make_session_factory(engine)
+        first_adapter = make_adapter()
+        add_request(factory, catalogue_files(first_adapter, 4, clock.now()), clock.now())
+        pausing = PausingFifo()
+        first = Cycle(settings(), factory, first_adapter, pausing, clock)
+        second = Cycle(settings(), factory, make_adapter(), FifoPolicy(), clock)
+        assert isinstance(first.leader_lock, AdvisoryLock)
+
+        reports: list[CycleReport] = []
+        runner = threading.Thread(target=lambda: reports.append(first.run_once()))
+        runner.start()
+        try:
+            assert pausing.planning.wait(WAIT_S)
+            shut_out = second.run_once()
+        finally:
+            pausing.go_on.set()
+            runner.join(WAIT_S)
+        assert not shut_out.leader
+        assert shut_out.plan is None and shut_out.claimed == 0
+        assert reports[0].leader and reports[0].files_submitted == 4
+        assert set(file_states(factory).values()) == {"SUBMITTED"}
+
+        assert second.run_once().leader  # the lock went with the first cycle's end
+    finally:
+        engine.dispose()
+        postgres_databases.drop(url)
+
+
+def test_sqlite_runs_one_instance_without_a_lock(session_factory):
+    lock = leader_lock_for(session_factory)
+    dialect = session_factory.kw["bind"].dialect.name
+    assert isinstance(lock, AdvisoryLock if dialect == "postgresql" else SingleProcessLock)
+    with lock.hold() as leader:
+        assert leader
