@@ -29,10 +29,8 @@ def default_adapter_options() -> dict[str, Any]:
     return {
         "profile": "lto8",
         "drives": 8,
-        "seed": 1,
-        "cartridges": 200,
-        "files_per_cartridge": 50,
-        "time_scale": 100.0,
+        "catalogue": {"generate": {"seed": 1, "cartridges": 200, "files_per_cartridge": 50}},
+        "scale": 100.0,
     }
 
 

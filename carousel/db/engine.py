@@ -7,6 +7,7 @@ reads and then writes fails at once with "database is locked" when another write
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -89,7 +90,9 @@ def alembic_config(connection: Connection | None = None) -> Config:
     return config
 
 
+@functools.cache
 def head_revision() -> str:
+    """The newest revision this code ships (read once per process: the scripts do not change under it)."""
     heads = ScriptDirectory.from_config(alembic_config()).get_heads()
     if len(heads) != 1:
         raise ConfigError(f"the migrations have {len(heads)} heads ({', '.join(heads)}): merge them")
@@ -101,15 +104,22 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(connection).get_current_revision()
 
 
+def schema_problem(connection: Connection) -> str | None:
+    """None when the database's schema is the one this code needs, else what is wrong and what to run."""
+    current = MigrationContext.configure(connection).get_current_revision()
+    head = head_revision()
+    if current == head:
+        return None
+    at = current if current is not None else "empty (no carousel tables)"
+    return f"database schema is at {at}, this carousel needs {head}: run `carousel db upgrade`"
+
+
 def check_schema_current(engine: Engine) -> None:
     """Refuse to run on a schema other than the one this code was written for."""
-    current = current_revision(engine)
-    head = head_revision()
-    if current != head:
-        at = current if current is not None else "empty (no carousel tables)"
-        raise ConfigError(
-            f"database schema is at {at}, this carousel needs {head}: run `carousel db upgrade`"
-        )
+    with engine.connect() as connection:
+        problem = schema_problem(connection)
+    if problem is not None:
+        raise ConfigError(problem)
 
 
 def _migrate(url: str | URL, revision: str, *, up: bool) -> None:

@@ -1,0 +1,50 @@
+"""The application factory. The app serves requests only: the scheduler runs beside it (see carousel.cli)."""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+
+from fastapi import FastAPI
+from sqlalchemy.orm import Session, sessionmaker
+
+from carousel.api import health, native, tape_rest
+from carousel.api.body_limit import ContentLengthLimit
+from carousel.api.context import AppContext
+from carousel.api.problems import install_problem_handlers
+from carousel.config import Settings
+from carousel.domain.clock import Clock
+from hsm_adapters.base import HsmAdapter
+
+DESCRIPTION = """
+carousel stages files from tape to disk for many clients at once, one recall per file however many
+requests name it, fed to the library tape by tape.
+
+* **WLCG Tape REST API v1** under `/api/v1` (discovery at `/.well-known/wlcg-tape-rest-api`).
+* **Native API** under `/api/native/v1`: bulk requests, priority, group and activity, paged status.
+
+Every error is `application/problem+json` (RFC 7807) with `status`, `title`, `detail` and, when one field
+is at fault, `field`.
+"""
+
+
+def create_app(
+    settings: Settings, *, adapter: HsmAdapter, clock: Clock, session_factory: sessionmaker[Session]
+) -> FastAPI:
+    app = FastAPI(
+        title="carousel",
+        version=version("carousel"),
+        description=DESCRIPTION,
+        redirect_slashes=False,  # gfal2 posts to /stage/ and /archiveinfo/: both forms are served as they are
+        strict_content_type=False,  # clients that send JSON without a Content-Type are still understood
+        max_body_size=settings.limits.max_body_bytes,
+    )
+    app.state.context = AppContext(
+        settings=settings, adapter=adapter, clock=clock, session_factory=session_factory
+    )
+    install_problem_handlers(app)
+    app.include_router(health.router)
+    app.include_router(tape_rest.discovery)
+    app.include_router(tape_rest.router)
+    app.include_router(native.router)
+    app.add_middleware(ContentLengthLimit, max_body_bytes=settings.limits.max_body_bytes)
+    return app

@@ -1,0 +1,143 @@
+"""The native API: what the Tape REST standard lacks. Bulk requests up to the native limit, priority, group
+and activity, paged per-file status, counts by state, and the caller's own requests."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+
+from carousel.api.context import Context, CurrentCaller, DbSession, current_caller, public_base_url
+from carousel.api.native_schemas import (
+    FileOut,
+    FilePageOut,
+    PathsIn,
+    RequestListOut,
+    RequestOut,
+    SubmitIn,
+    SubmitOut,
+    SummaryOut,
+)
+from carousel.api.problems import PROBLEM_JSON
+from carousel.domain.states import TapeRestState
+from carousel.intake import cancel as cancel_case
+from carousel.intake import release as release_case
+from carousel.intake import status as status_case
+from carousel.intake import submit as submit_case
+from carousel.intake.model import Api, RequestSummary, StageOrder
+
+PREFIX = "/api/native/v1"
+
+_PROBLEMS: dict[int | str, dict[str, Any]] = {
+    code: {"description": description, "content": {PROBLEM_JSON: {}}}
+    for code, description in (
+        (400, "Invalid input (problem+json naming the field)"),
+        (404, "No such request of the caller"),
+        (413, "Body or file list over the configured limit"),
+    )
+}
+
+router = APIRouter(
+    prefix=PREFIX, tags=["native"], responses=_PROBLEMS, dependencies=[Depends(current_caller)]
+)
+
+
+def _summary_out(summary: RequestSummary) -> SummaryOut:
+    return SummaryOut(request=RequestOut.of(summary.request), counts=dict(summary.counts))
+
+
+@router.post("/requests", status_code=201, response_model=SubmitOut)
+def submit(
+    body: SubmitIn,
+    *,
+    request: Request,
+    response: Response,
+    context: Context,
+    session: DbSession,
+    caller: CurrentCaller,
+) -> SubmitOut:
+    order = StageOrder(
+        paths=tuple(body.paths),
+        api=Api.NATIVE,
+        list_field="paths",
+        path_field="paths[{}]",
+        priority=body.priority,
+        group=body.group,
+        activity=body.activity,
+    )
+    limits = context.settings.limits
+    submitted = submit_case.submit(
+        session,
+        context.adapter,
+        context.clock,
+        caller,
+        order,
+        max_files=limits.max_files_per_request_native,
+        max_path_bytes=limits.max_path_length,
+    )
+    response.headers["Location"] = f"{public_base_url(request)}{PREFIX}/requests/{submitted.request_id}"
+    return SubmitOut(id=submitted.request_id, files_total=submitted.files_total)
+
+
+@router.get("/requests", response_model=RequestListOut)
+def list_requests(
+    context: Context,
+    session: DbSession,
+    caller: CurrentCaller,
+    limit: Annotated[int, Query(ge=1, description="at most limits.max_requests_listed")] = 100,
+    cursor: Annotated[str | None, Query(max_length=512)] = None,
+) -> RequestListOut:
+    limit = min(limit, context.settings.limits.max_requests_listed)
+    page = status_case.list_requests(session, caller, limit=limit, cursor=cursor)
+    return RequestListOut(requests=[RequestOut.of(r) for r in page.requests], next_cursor=page.next_cursor)
+
+
+@router.get("/requests/{request_id}", response_model=SummaryOut)
+def get_request(request_id: str, session: DbSession, caller: CurrentCaller) -> SummaryOut:
+    return _summary_out(status_case.summary(session, caller, request_id))
+
+
+@router.get("/requests/{request_id}/files", response_model=FilePageOut)
+def list_files(
+    request_id: str,
+    *,
+    context: Context,
+    session: DbSession,
+    caller: CurrentCaller,
+    limit: Annotated[int, Query(ge=1, description="at most limits.max_page_size")] = 1000,
+    cursor: Annotated[str | None, Query(max_length=64)] = None,
+    state: TapeRestState | None = None,
+) -> FilePageOut:
+    limit = min(limit, context.settings.limits.max_page_size)
+    page = status_case.file_page(session, caller, request_id, limit=limit, cursor=cursor, state=state)
+    return FilePageOut(files=[FileOut.of(f) for f in page.files], next_cursor=page.next_cursor)
+
+
+@router.post("/requests/{request_id}/cancel", response_model=SummaryOut)
+def cancel(
+    request_id: str, context: Context, session: DbSession, caller: CurrentCaller, body: PathsIn | None = None
+) -> SummaryOut:
+    paths = body.paths if body is not None else None
+    limits = context.settings.limits
+    cancel_case.cancel(
+        session, context.clock, caller, request_id, paths, max_path_bytes=limits.max_path_length
+    )
+    return _summary_out(status_case.summary(session, caller, request_id))
+
+
+@router.post("/requests/{request_id}/release", response_model=SummaryOut)
+def release(
+    request_id: str, context: Context, session: DbSession, caller: CurrentCaller, body: PathsIn | None = None
+) -> SummaryOut:
+    paths = body.paths if body is not None else None
+    limits = context.settings.limits
+    release_case.release_request(
+        session, context.clock, caller, request_id, paths, max_path_bytes=limits.max_path_length
+    )
+    return _summary_out(status_case.summary(session, caller, request_id))
+
+
+@router.delete("/requests/{request_id}", status_code=200, response_class=Response)
+def delete(request_id: str, context: Context, session: DbSession, caller: CurrentCaller) -> Response:
+    cancel_case.delete(session, context.clock, caller, request_id)
+    return Response(status_code=200)

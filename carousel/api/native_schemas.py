@@ -1,0 +1,100 @@
+"""Bodies of the native API. Strict: an unknown field is refused (a typo must not pass silently)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from carousel.domain.states import TapeRestState
+from carousel.intake.model import FileStatus, RequestInfo
+
+Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:@+-]+$")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SubmitIn(_Strict):
+    paths: list[str] = Field(description="absolute paths; duplicates are staged once")
+    priority: int = Field(default=0, ge=-1000, le=1000, description="higher first, within a group's share")
+    group: Name | None = Field(
+        default=None, description="fair-share group; default: the caller's first group"
+    )
+    activity: Name = "default"
+
+
+class PathsIn(_Strict):
+    paths: list[str] | None = Field(default=None, description="omit for every file of the request")
+
+
+class SubmitOut(BaseModel):
+    id: str
+    files_total: int
+
+
+class RequestOut(BaseModel):
+    id: str
+    owner: str
+    group: str
+    activity: str
+    priority: int
+    api: str
+    state: str
+    files_total: int
+    created_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+
+    @classmethod
+    def of(cls, info: RequestInfo) -> RequestOut:
+        return cls(
+            id=info.id,
+            owner=info.owner,
+            group=info.group,
+            activity=info.activity,
+            priority=info.priority,
+            api=info.api,
+            state=info.state,
+            files_total=info.files_total,
+            created_at=info.created_at,
+            started_at=info.started_at,
+            completed_at=info.completed_at,
+        )
+
+
+class SummaryOut(BaseModel):
+    request: RequestOut
+    counts: dict[TapeRestState, int] = Field(description="files of the request in each state")
+
+
+class FileOut(BaseModel):
+    path: str
+    state: TapeRestState
+    on_disk: bool
+    error: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, f: FileStatus) -> FileOut:
+        return cls(
+            path=f.path,
+            state=f.state,
+            on_disk=f.on_disk,
+            error=f.error,
+            started_at=f.started_at,
+            finished_at=f.finished_at,
+        )
+
+
+class FilePageOut(BaseModel):
+    files: list[FileOut]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on the last")
+
+
+class RequestListOut(BaseModel):
+    requests: list[RequestOut]
+    next_cursor: str | None

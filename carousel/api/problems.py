@@ -1,0 +1,119 @@
+"""RFC 7807 problem details for every error the service answers: domain errors, request validation
+(rewritten to 400 naming the field), unknown routes and methods, oversized bodies, and crashes."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from carousel.domain.errors import DomainError, TooManyRequests, Unauthorized
+
+log = logging.getLogger(__name__)
+
+PROBLEM_JSON = "application/problem+json"
+
+
+def problem_response(
+    status: int,
+    *,
+    title: str | None = None,
+    detail: str | None = None,
+    field: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> JSONResponse:
+    body: dict[str, Any] = {
+        "type": "about:blank",
+        "title": title or HTTPStatus(status).phrase,
+        "status": status,
+    }
+    if detail is not None:
+        body["detail"] = detail
+    if field is not None:
+        body["field"] = field
+    if extra:
+        body.update(extra)
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=dict(headers or {}))
+
+
+def field_name(loc: Sequence[int | str]) -> str:
+    """("body", "files", 3, "path") -> "files[3].path"; the query/path/header prefix goes too."""
+    parts = list(loc)
+    if parts and parts[0] in ("body", "query", "path", "header", "cookie"):
+        parts = parts[1:]
+    name = ""
+    for part in parts:
+        if isinstance(part, int):
+            name += f"[{part}]"
+        else:
+            name += f".{part}" if name else str(part)
+    return name or "body"
+
+
+def _validation_problem(exc: RequestValidationError) -> JSONResponse:
+    errors = list(exc.errors())
+    problems: list[dict[str, str]] = []
+    for error in errors:
+        if error.get("type") == "json_invalid":
+            reason = error.get("ctx", {}).get("error", "not JSON")
+            position = error["loc"][-1] if error.get("loc") else "?"
+            return problem_response(
+                400, detail=f"the body is not valid JSON: {reason} (at character {position})", field="body"
+            )
+        name = field_name(error.get("loc", ()))
+        message = str(error.get("msg", "invalid"))
+        if error.get("type") == "missing" and name == "body":
+            message = "a JSON body is required"
+        problems.append({"field": name, "message": message})
+    shown = "; ".join(f"{p['field']}: {p['message']}" for p in problems[:5])
+    more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+    return problem_response(
+        400,
+        title="Invalid input",
+        detail=shown + more,
+        field=problems[0]["field"] if problems else None,
+        extra={"errors": problems[:100]},
+    )
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    @app.exception_handler(DomainError)
+    async def _domain(request: Request, exc: DomainError) -> JSONResponse:
+        headers: dict[str, str] = {}
+        if isinstance(exc, TooManyRequests):
+            headers["Retry-After"] = str(exc.retry_after_s)
+        if isinstance(exc, Unauthorized):
+            headers["WWW-Authenticate"] = "Bearer"
+        if exc.status >= 500:
+            log.error("%s %s: %s", request.method, request.url.path, exc.detail)
+        return problem_response(
+            exc.status, title=exc.title, detail=exc.detail, field=exc.field, headers=headers
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _validation_problem(exc)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        detail = exc.detail if isinstance(exc.detail, str) else None
+        if exc.status_code == 404 and detail == "Not Found":
+            detail = f"no such resource: {request.url.path}"
+        elif exc.status_code == 405:
+            detail = f"{request.method} is not allowed on {request.url.path}"
+        elif exc.status_code == 413:
+            limit = request.app.state.context.settings.limits.max_body_bytes
+            detail = f"the request body is over the limit of {limit} bytes"
+        return problem_response(exc.status_code, detail=detail, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _crash(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("%s %s failed", request.method, request.url.path)
+        return problem_response(500, detail="the service failed to answer; the error is in its log")

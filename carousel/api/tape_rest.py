@@ -1,0 +1,197 @@
+"""WLCG Tape REST API v1: discovery, stage (with and without the trailing slash), status, cancel, delete,
+release and archive info, with the exact status codes real clients expect."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import JSONResponse
+
+from carousel.api.context import Context, CurrentCaller, DbSession, current_caller, public_base_url
+from carousel.api.problems import PROBLEM_JSON
+from carousel.api.tape_rest_schemas import (
+    ArchiveInfoOut,
+    DiscoveryOut,
+    PathsIn,
+    StageCreated,
+    StageIn,
+    StageStatusOut,
+)
+from carousel.domain.states import TapeRestState
+from carousel.intake import archive_info as archive_info_case
+from carousel.intake import cancel as cancel_case
+from carousel.intake import release as release_case
+from carousel.intake import status as status_case
+from carousel.intake import submit as submit_case
+from carousel.intake.model import Api, FileStatus, StageOrder
+
+PREFIX = "/api/v1"
+CLIENT_INFO_MAX = 1024
+
+_PROBLEMS: dict[int | str, dict[str, Any]] = {
+    code: {"description": description, "content": {PROBLEM_JSON: {}}}
+    for code, description in (
+        (400, "Invalid input (problem+json naming the field)"),
+        (404, "No such request of the caller"),
+        (413, "Body or file list over the configured limit"),
+    )
+}
+
+discovery = APIRouter(tags=["WLCG Tape REST API"])
+router = APIRouter(
+    prefix=PREFIX, tags=["WLCG Tape REST API"], responses=_PROBLEMS, dependencies=[Depends(current_caller)]
+)
+
+
+def _epoch(when: datetime | None) -> int | None:
+    return None if when is None else int(when.timestamp())
+
+
+@discovery.get("/.well-known/wlcg-tape-rest-api", response_model=DiscoveryOut)
+def discover(request: Request, context: Context) -> DiscoveryOut:
+    settings = context.settings
+    limits = settings.limits
+    return DiscoveryOut.model_validate(
+        {
+            "sitename": settings.site_name,
+            "description": settings.site_description,
+            "endpoints": [
+                {
+                    "uri": public_base_url(request) + PREFIX,
+                    "version": "v1",
+                    "metadata": {
+                        "maxFilesPerStageRequest": limits.max_files_per_request_tape_rest,
+                        "maxPathsPerArchiveInfoRequest": limits.max_archiveinfo_paths,
+                        "maxBodyBytes": limits.max_body_bytes,
+                    },
+                }
+            ],
+        }
+    )
+
+
+@router.post("/stage", status_code=201, response_model=StageCreated)
+@router.post("/stage/", status_code=201, response_model=StageCreated, include_in_schema=False)
+def stage(
+    body: StageIn,
+    *,
+    request: Request,
+    response: Response,
+    context: Context,
+    session: DbSession,
+    caller: CurrentCaller,
+) -> StageCreated:
+    client_info = request.headers.get("clientinfo")
+    order = StageOrder(
+        paths=tuple(f.path for f in body.files),
+        api=Api.TAPE_REST,
+        list_field="files",
+        path_field="files[{}].path",
+        client_info=client_info[:CLIENT_INFO_MAX] if client_info else None,
+    )
+    limits = context.settings.limits
+    request_id = submit_case.submit(
+        session,
+        context.adapter,
+        context.clock,
+        caller,
+        order,
+        max_files=limits.max_files_per_request_tape_rest,
+        max_path_bytes=limits.max_path_length,
+    ).request_id
+    response.headers["Location"] = f"{public_base_url(request)}{PREFIX}/stage/{request_id}"
+    return StageCreated(requestId=request_id)
+
+
+def _file_json(f: FileStatus) -> dict[str, Any]:
+    entry: dict[str, Any] = {"path": f.path, "state": f.state.value}
+    if f.state is TapeRestState.FAILED:
+        entry["error"] = f.error or "failed"
+    if f.started_at is not None:
+        entry["startedAt"] = int(f.started_at.timestamp())
+    if f.finished_at is not None:
+        entry["finishedAt"] = int(f.finished_at.timestamp())
+    return entry
+
+
+@router.get("/stage/{request_id}", response_model=StageStatusOut)
+def stage_status(request_id: str, session: DbSession, caller: CurrentCaller) -> Response:
+    status = status_case.request_status(session, caller, request_id)
+    info = status.request
+    body: dict[str, Any] = {
+        "id": info.id,
+        "createdAt": _epoch(info.created_at),
+        # Intake begins work on a request the moment it accepts it: until a file goes to tape, that is when.
+        "startedAt": _epoch(info.started_at or info.created_at),
+    }
+    if info.completed_at is not None:
+        body["completedAt"] = _epoch(info.completed_at)
+    body["files"] = [_file_json(f) for f in status.files]
+    # Built by hand: validating ten thousand file entries again would cost more than the query.
+    return Response(json.dumps(body, separators=(",", ":")), media_type="application/json")
+
+
+@router.post("/stage/{request_id}/cancel", status_code=200, response_class=Response)
+def cancel(
+    request_id: str, body: PathsIn, context: Context, session: DbSession, caller: CurrentCaller
+) -> Response:
+    cancel_case.cancel(
+        session,
+        context.clock,
+        caller,
+        request_id,
+        body.paths,
+        max_path_bytes=context.settings.limits.max_path_length,
+    )
+    return Response(status_code=200)
+
+
+@router.delete("/stage/{request_id}", status_code=200, response_class=Response)
+def delete(request_id: str, context: Context, session: DbSession, caller: CurrentCaller) -> Response:
+    cancel_case.delete(session, context.clock, caller, request_id)
+    return Response(status_code=200)
+
+
+@router.post("/release/{request_id}", status_code=200, response_class=Response)
+def release(
+    request_id: str, body: PathsIn, context: Context, session: DbSession, caller: CurrentCaller
+) -> Response:
+    """Release the paths' disk copies. An id that names none of the caller's requests (gfal2 sends
+    `gfal2-placeholder-id`) releases the paths in all of the caller's requests."""
+    release_case.release(
+        session,
+        context.clock,
+        caller,
+        request_id,
+        body.paths,
+        max_path_bytes=context.settings.limits.max_path_length,
+    )
+    return Response(status_code=200)
+
+
+@router.post("/archiveinfo", response_model=list[ArchiveInfoOut], response_model_exclude_none=True)
+@router.post(
+    "/archiveinfo/",
+    response_model=list[ArchiveInfoOut],
+    response_model_exclude_none=True,
+    include_in_schema=False,
+)
+def archive_info(body: PathsIn, context: Context, session: DbSession) -> JSONResponse:
+    limits = context.settings.limits
+    entries = archive_info_case.archive_info(
+        session,
+        context.adapter,
+        body.paths,
+        max_paths=limits.max_archiveinfo_paths,
+        max_path_bytes=limits.max_path_length,
+    )
+    answer = [
+        {"path": e.path, "locality": e.locality.value}
+        if e.locality is not None
+        else {"path": e.path, "error": e.error}
+        for e in entries
+    ]
+    return JSONResponse(answer)

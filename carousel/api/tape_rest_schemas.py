@@ -1,0 +1,67 @@
+"""Bodies of the WLCG Tape REST API v1. Unknown fields are ignored, never refused, as the standard asks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from carousel.domain.states import TapeRestState
+from carousel.intake.model import Locality
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class StageFileIn(_Lenient):
+    path: str
+    # Accepted for compatibility; disk copies here live until released, whatever lifetime is asked for.
+    diskLifetime: int | str | None = None  # noqa: N815 (the standard's spelling)
+    targetedMetadata: Any = None  # noqa: N815 (metadata for other endpoints is ignored)
+
+
+class StageIn(_Lenient):
+    files: list[StageFileIn]
+
+
+class PathsIn(_Lenient):
+    paths: list[str]
+
+
+class StageCreated(BaseModel):
+    requestId: str  # noqa: N815
+
+
+class StageFileOut(BaseModel):
+    path: str
+    state: TapeRestState
+    error: str | None = None
+    startedAt: int | None = Field(default=None, description="epoch seconds")  # noqa: N815
+    finishedAt: int | None = Field(default=None, description="epoch seconds")  # noqa: N815
+
+
+class StageStatusOut(BaseModel):
+    id: str
+    createdAt: int = Field(description="epoch seconds")  # noqa: N815
+    startedAt: int = Field(description="epoch seconds")  # noqa: N815
+    completedAt: int | None = Field(default=None, description="epoch seconds; only once every file ended")  # noqa: N815
+    files: list[StageFileOut]
+
+
+class ArchiveInfoOut(BaseModel):
+    path: str
+    locality: Locality | None = None
+    error: str | None = None
+
+
+class EndpointOut(BaseModel):
+    uri: str
+    version: str
+    metadata: dict[str, Any]
+
+
+class DiscoveryOut(BaseModel):
+    sitename: str
+    description: str
+    endpoints: list[EndpointOut]

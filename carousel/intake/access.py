@@ -1,0 +1,33 @@
+"""Finding a caller's own request: another caller's request, or a deleted one, is not found."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from carousel.db import intake_queries as q
+from carousel.db.models import RequestState, StageRequest
+from carousel.domain.errors import NotFound
+from carousel.intake.model import Caller, RequestInfo
+
+
+def owned_request(session: Session, caller: Caller, request_id: str) -> StageRequest:
+    request = q.get_request(session, request_id) if len(request_id) <= 36 else None
+    if request is None or request.owner != caller.name or request.state == RequestState.DELETED.value:
+        raise NotFound(f"no request {request_id[:80]!r}", field="id")
+    return request
+
+
+def request_info(request: StageRequest) -> RequestInfo:
+    return RequestInfo(
+        id=request.id,
+        owner=request.owner,
+        group=request.grp,
+        activity=request.activity,
+        priority=request.priority,
+        api=request.api,
+        state=request.state,
+        files_total=request.files_total,
+        created_at=request.created_at,
+        started_at=request.started_at,
+        completed_at=request.completed_at,
+    )

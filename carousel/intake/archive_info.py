@@ -1,0 +1,67 @@
+"""Archive info: where each file's copies are. Never fails as a whole: a path that is malformed, over the
+per-call limit, or unknown to the library gets its own error; the others their locality."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from sqlalchemy.orm import Session
+
+from carousel.db import intake_queries as q
+from carousel.domain.errors import InvalidInput
+from carousel.intake.model import ArchiveInfo, Locality
+from carousel.intake.paths import normalise_path
+from hsm_adapters.base import HsmAdapter, LookupResult, NotOnTape, OnTape, Unknown
+
+log = logging.getLogger(__name__)
+
+
+def _locality(result: LookupResult, staged_here: bool) -> ArchiveInfo:
+    match result:
+        case OnTape(path=path, on_disk=on_disk):
+            both = on_disk or staged_here
+            return ArchiveInfo(path, Locality.DISK_AND_TAPE if both else Locality.TAPE)
+        case NotOnTape(path=path, reason=reason, on_disk=on_disk):
+            return ArchiveInfo(path, Locality.DISK) if on_disk else ArchiveInfo(path, error=reason)
+        case Unknown(path=path):
+            return ArchiveInfo(path, Locality.UNAVAILABLE)
+
+
+def archive_info(
+    session: Session, adapter: HsmAdapter, raw_paths: Sequence[str], *, max_paths: int, max_path_bytes: int
+) -> list[ArchiveInfo]:
+    """One entry per path given, in order, each naming the path as the client wrote it."""
+    normalised: dict[int, str] = {}
+    answers: dict[int, ArchiveInfo] = {}
+    for index, raw in enumerate(raw_paths):
+        if index >= max_paths:
+            answers[index] = ArchiveInfo(raw, error=f"over the limit of {max_paths} paths per call")
+            continue
+        try:
+            normalised[index] = normalise_path(raw, max_bytes=max_path_bytes)
+        except InvalidInput as exc:
+            answers[index] = ArchiveInfo(raw, error=exc.detail)
+
+    unique = list(dict.fromkeys(normalised.values()))
+    by_path: dict[str, ArchiveInfo] = {}
+    if unique:
+        try:
+            results = adapter.lookup(unique)
+        except Exception as exc:
+            log.warning("archive info lookup of %d paths failed: %s", len(unique), exc)
+            results = [Unknown(path, str(exc)) for path in unique]
+        staged = q.disk_copies(session, unique)
+        by_path = {result.path: _locality(result, result.path in staged) for result in results}
+
+    entries = []
+    for index, raw in enumerate(raw_paths):
+        if index in answers:
+            entries.append(answers[index])
+            continue
+        found = by_path.get(normalised[index])
+        if found is None:
+            entries.append(ArchiveInfo(raw, Locality.UNAVAILABLE))
+        else:
+            entries.append(ArchiveInfo(raw, found.locality, found.error))
+    return entries

@@ -1,0 +1,66 @@
+"""Cancel and delete. One requester's cancel ends its own claim on a file; the recall itself stops only when
+nobody else waits for it (at once while it is queued; claimed or submitted ones are cancelled by the
+scheduler, which asks the library)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy.orm import Session
+
+from carousel.db import intake_queries as q
+from carousel.domain.clock import Clock
+from carousel.domain.errors import InvalidInput
+from carousel.intake.access import owned_request
+from carousel.intake.model import Caller
+from carousel.intake.paths import normalise_paths
+
+
+def paths_of_request(
+    session: Session, request_id: str, raw_paths: Sequence[str], *, field: str, max_path_bytes: int
+) -> list[str]:
+    """The paths normalised; InvalidInput (and so no change at all) unless every one is in the request."""
+    if not raw_paths:
+        raise InvalidInput(f"{field}: at least one path is needed", field=field)
+    paths = list(dict.fromkeys(normalise_paths(raw_paths, max_bytes=max_path_bytes, field=field + "[{}]")))
+    known = q.paths_in_request(session, request_id, paths)
+    missing = [path for path in paths if path not in known]
+    if missing:
+        shown = ", ".join(repr(path) for path in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise InvalidInput(
+            f"{field}: {len(missing)} path(s) are not in request {request_id}: {shown}{more}", field=field
+        )
+    return paths
+
+
+def cancel(
+    session: Session,
+    clock: Clock,
+    caller: Caller,
+    request_id: str,
+    raw_paths: Sequence[str] | None,
+    *,
+    field: str = "paths",
+    max_path_bytes: int,
+) -> None:
+    """Cancel the named files of the caller's request (None: all of them)."""
+    request = owned_request(session, caller, request_id)
+    paths = None
+    if raw_paths is not None:
+        paths = paths_of_request(session, request.id, raw_paths, field=field, max_path_bytes=max_path_bytes)
+    now = clock.now()
+    file_ids = q.cancel_links(session, request.id, paths, now)
+    q.settle_abandoned_files(session, file_ids, now)
+    q.finish_request_if_done(session, request.id, now)
+
+
+def delete(session: Session, clock: Clock, caller: Caller, request_id: str) -> None:
+    """Cancel what is left, give up the request's disk copies, and hide it from its owner."""
+    request = owned_request(session, caller, request_id)
+    now = clock.now()
+    file_ids = q.cancel_links(session, request.id, None, now)
+    q.settle_abandoned_files(session, file_ids, now)
+    released = q.release_links(session, owner=caller.name, request_id=request.id, paths=None, now=now)
+    q.drop_unwanted_disk_copies(session, released)
+    q.mark_request_deleted(session, request.id, now)

@@ -1,0 +1,118 @@
+"""What the intake use cases take and give back: plain immutable values, the same for every API."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from carousel.domain.states import TapeRestState
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is calling. One API dependency makes it (today: "anonymous"); authentication will replace that
+    dependency and nothing else. `groups` are the caller's groups, the first being the default group."""
+
+    name: str
+    groups: tuple[str, ...] = ()
+
+    @property
+    def default_group(self) -> str:
+        return self.groups[0] if self.groups else "default"
+
+
+ANONYMOUS = Caller("anonymous")
+
+
+class Api(StrEnum):
+    TAPE_REST = "tape_rest"
+    NATIVE = "native"
+    XROOTD = "xrootd"
+
+
+@dataclass(frozen=True, slots=True)
+class StageOrder:
+    """A client's request to bring files to disk, before validation.
+
+    `list_field` names the list in errors ("files"); `path_field` names one path, a format string taking
+    its index in the client's list ("files[{}].path")."""
+
+    paths: tuple[str, ...]
+    api: Api
+    list_field: str
+    path_field: str
+    priority: int = 0
+    group: str | None = None  # None: the caller's default group
+    activity: str = "default"
+    client_info: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FileStatus:
+    path: str
+    state: TapeRestState
+    on_disk: bool
+    error: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    id: str
+    owner: str
+    group: str
+    activity: str
+    priority: int
+    api: str
+    state: str
+    files_total: int
+    created_at: datetime
+    started_at: datetime | None
+    completed_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestStatus:
+    request: RequestInfo
+    files: tuple[FileStatus, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FilePage:
+    files: tuple[FileStatus, ...]
+    next_cursor: str | None  # None: this was the last page
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSummary:
+    request: RequestInfo
+    counts: Mapping[TapeRestState, int] = field(default_factory=dict)  # every state, zeros included
+
+
+@dataclass(frozen=True, slots=True)
+class RequestPage:
+    requests: tuple[RequestInfo, ...]
+    next_cursor: str | None
+
+
+class Locality(StrEnum):
+    """Where a file's copies are, in the WLCG Tape REST API's words."""
+
+    DISK = "DISK"
+    TAPE = "TAPE"
+    DISK_AND_TAPE = "DISK_AND_TAPE"
+    LOST = "LOST"
+    NONE = "NONE"
+    UNAVAILABLE = "UNAVAILABLE"
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveInfo:
+    """Exactly one of locality and error is set."""
+
+    path: str
+    locality: Locality | None = None
+    error: str | None = None

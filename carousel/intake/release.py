@@ -1,0 +1,72 @@
+"""Release: the caller no longer needs the disk copies of these files.
+
+An id that names none of the caller's live requests (gfal2 sends `gfal2-placeholder-id` when its user gave
+none) releases the paths in every request of the caller: release is about files, and a client that lost
+or never had the id must still be able to let go of them. A known id keeps the Tape REST API's rule: every
+path must be in that request, or nothing changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy.orm import Session
+
+from carousel.db import intake_queries as q
+from carousel.db.models import RequestState
+from carousel.domain.clock import Clock
+from carousel.domain.errors import InvalidInput
+from carousel.intake.access import owned_request
+from carousel.intake.cancel import paths_of_request
+from carousel.intake.model import Caller
+from carousel.intake.paths import normalise_paths
+
+
+def release(
+    session: Session,
+    clock: Clock,
+    caller: Caller,
+    request_id: str,
+    raw_paths: Sequence[str],
+    *,
+    field: str = "paths",
+    max_path_bytes: int,
+) -> None:
+    request = q.get_request(session, request_id) if len(request_id) <= 36 else None
+    known = (
+        request is not None and request.owner == caller.name and request.state != RequestState.DELETED.value
+    )
+    if known:
+        paths = paths_of_request(session, request_id, raw_paths, field=field, max_path_bytes=max_path_bytes)
+    else:
+        if not raw_paths:
+            raise InvalidInput(f"{field}: at least one path is needed", field=field)
+        paths = list(
+            dict.fromkeys(normalise_paths(raw_paths, max_bytes=max_path_bytes, field=field + "[{}]"))
+        )
+    now = clock.now()
+    file_ids = q.release_links(
+        session, owner=caller.name, request_id=request_id if known else None, paths=paths, now=now
+    )
+    q.drop_unwanted_disk_copies(session, file_ids)
+
+
+def release_request(
+    session: Session,
+    clock: Clock,
+    caller: Caller,
+    request_id: str,
+    raw_paths: Sequence[str] | None,
+    *,
+    field: str = "paths",
+    max_path_bytes: int,
+) -> None:
+    """Release files of one of the caller's requests (None: all of them); an unknown id is not found."""
+    request = owned_request(session, caller, request_id)
+    paths = None
+    if raw_paths is not None:
+        paths = paths_of_request(session, request.id, raw_paths, field=field, max_path_bytes=max_path_bytes)
+    file_ids = q.release_links(
+        session, owner=caller.name, request_id=request.id, paths=paths, now=clock.now()
+    )
+    q.drop_unwanted_disk_copies(session, file_ids)

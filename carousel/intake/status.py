@@ -1,0 +1,106 @@
+"""What a caller may read about its requests: full status, pages of files, counts by state, its requests."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from carousel.db import intake_queries as q
+from carousel.db.models import RequestState
+from carousel.domain.errors import InvalidInput
+from carousel.domain.states import TapeRestState
+from carousel.intake.access import owned_request, request_info
+from carousel.intake.model import Caller, FilePage, FileStatus, RequestPage, RequestStatus, RequestSummary
+
+_FINAL = {TapeRestState.COMPLETED, TapeRestState.FAILED, TapeRestState.CANCELLED}
+
+
+def _file_status(row: Any) -> FileStatus:
+    state = TapeRestState(row.client_state)
+    return FileStatus(
+        path=row.path,
+        state=state,
+        on_disk=bool(row.on_disk),
+        error=row.error if state is TapeRestState.FAILED else None,
+        started_at=row.started_at if state is not TapeRestState.SUBMITTED else None,
+        finished_at=row.finished_at if state in _FINAL else None,
+    )
+
+
+def request_status(session: Session, caller: Caller, request_id: str) -> RequestStatus:
+    request = owned_request(session, caller, request_id)
+    files = tuple(_file_status(row) for row in q.link_status_rows(session, request.id))
+    return RequestStatus(request_info(request), files)
+
+
+def file_page(
+    session: Session,
+    caller: Caller,
+    request_id: str,
+    *,
+    limit: int,
+    cursor: str | None,
+    state: TapeRestState | None,
+) -> FilePage:
+    """Files of the request in the client's order, `limit` at a time; pass back `next_cursor` for more."""
+    request = owned_request(session, caller, request_id)
+    after = -1
+    if cursor is not None:
+        if not cursor.isdigit() or len(cursor) > 12:
+            raise InvalidInput(f"cursor {cursor[:40]!r} is not one this service gave out", field="cursor")
+        after = int(cursor)
+    rows = q.link_status_page(session, request.id, after_ordinal=after, limit=limit + 1, state=state)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = str(rows[-1].ordinal) if more and rows else None
+    return FilePage(tuple(_file_status(row) for row in rows), next_cursor)
+
+
+def summary(session: Session, caller: Caller, request_id: str) -> RequestSummary:
+    request = owned_request(session, caller, request_id)
+    counts = q.client_state_counts(session, request.id)
+    return RequestSummary(
+        request_info(request), {state: counts.get(state.value, 0) for state in TapeRestState}
+    )
+
+
+def _encode_listing_cursor(created_at: datetime, request_id: str) -> str:
+    raw = f"{created_at.isoformat()}|{request_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_listing_cursor(cursor: str) -> tuple[datetime, str]:
+    foreign = InvalidInput(f"cursor {cursor[:40]!r} is not one this service gave out", field="cursor")
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        created, request_id = raw.split("|", 1)
+        created_at = datetime.fromisoformat(created)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise foreign from None
+    if created_at.tzinfo is None:
+        raise foreign
+    return created_at, request_id
+
+
+def list_requests(
+    session: Session,
+    caller: Caller,
+    *,
+    limit: int,
+    cursor: str | None,
+    states: Sequence[RequestState] = (RequestState.ACTIVE, RequestState.DONE),
+) -> RequestPage:
+    """The caller's requests, newest first."""
+    before = _decode_listing_cursor(cursor) if cursor is not None else None
+    rows = q.list_requests(
+        session, owner=caller.name, before=before, limit=limit + 1, states=[s.value for s in states]
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = _encode_listing_cursor(rows[-1].created_at, rows[-1].id) if more and rows else None
+    return RequestPage(tuple(request_info(row) for row in rows), next_cursor)

@@ -1,0 +1,128 @@
+"""Submit: validate a stage order, ask the library where its files are, and queue it in one transaction.
+
+One row per path in `files`: a path another request already waits for is joined, not recalled again; a
+path whose last recall ended (and is not on disk) is queued anew. The library is asked before the first
+SQL statement, so no database lock is held while it answers.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from carousel.db import intake_queries as q
+from carousel.db.models import LinkState
+from carousel.domain.clock import Clock
+from carousel.domain.errors import InvalidInput, TooLarge
+from carousel.domain.states import FileState
+from carousel.intake.model import Caller, StageOrder
+from carousel.intake.paths import normalise_paths
+from hsm_adapters.base import HsmAdapter, LookupResult, NotOnTape, OnTape, Unknown
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    request_id: str
+    files_total: int  # distinct paths after normalisation
+
+
+def _lookup(adapter: HsmAdapter, paths: Sequence[str]) -> list[LookupResult]:
+    """The library's answers; when it cannot answer at all, every file waits UNRESOLVED (the scheduler asks
+    again) rather than the request being refused."""
+    try:
+        results = adapter.lookup(paths)
+    except Exception as exc:
+        log.warning("lookup of %d paths failed: %s", len(paths), exc)
+        return [Unknown(path, f"the library did not answer: {exc}") for path in paths]
+    if len(results) != len(paths):
+        log.warning("lookup answered %d of %d paths", len(results), len(paths))
+        return [Unknown(path, "the library answered for other paths") for path in paths]
+    return results
+
+
+def _new_file(result: LookupResult) -> q.NewFile:
+    match result:
+        case OnTape(path=path, tape=tape, position_bytes=position, size_bytes=size, on_disk=on_disk):
+            state = FileState.STAGED if on_disk else FileState.QUEUED
+            return q.NewFile(path, state, tape, position, size, None, on_disk)
+        case NotOnTape(path=path, reason=reason):
+            return q.NewFile(path, FileState.FAILED, None, None, None, reason, False)
+        case Unknown(path=path, reason=reason):
+            return q.NewFile(path, FileState.UNRESOLVED, None, None, None, reason, False)
+
+
+def _link_state(row: q.UpsertedFile) -> LinkState:
+    if row.state is FileState.STAGED and row.on_disk:
+        return LinkState.COMPLETED
+    if row.state is FileState.FAILED:
+        return LinkState.FAILED
+    return LinkState.PENDING
+
+
+def validated_paths(order: StageOrder, *, max_files: int, max_path_bytes: int) -> list[str]:
+    """The order's paths normalised and deduplicated, in the client's order."""
+    if not order.paths:
+        raise InvalidInput(f"{order.list_field}: at least one file is needed", field=order.list_field)
+    if len(order.paths) > max_files:
+        raise TooLarge(
+            f"{order.list_field}: {len(order.paths)} files, the limit is {max_files} per request",
+            field=order.list_field,
+        )
+    normalised = normalise_paths(order.paths, max_bytes=max_path_bytes, field=order.path_field)
+    return list(dict.fromkeys(normalised))
+
+
+def submit(
+    session: Session,
+    adapter: HsmAdapter,
+    clock: Clock,
+    caller: Caller,
+    order: StageOrder,
+    *,
+    max_files: int,
+    max_path_bytes: int,
+) -> Submitted:
+    """Queue the order. Nothing is written when the order is refused."""
+    paths = validated_paths(order, max_files=max_files, max_path_bytes=max_path_bytes)
+    found = [_new_file(result) for result in _lookup(adapter, paths)]
+
+    now = clock.now()
+    request_id = str(uuid.uuid4())
+    group = order.group or caller.default_group
+    q.insert_request(
+        session,
+        request_id=request_id,
+        owner=caller.name,
+        group=group,
+        activity=order.activity,
+        priority=order.priority,
+        api=order.api.value,
+        files_total=len(paths),
+        client_info=order.client_info,
+        now=now,
+    )
+    rows = q.upsert_files(session, found, group=group, priority=order.priority, now=now)
+    links = []
+    for ordinal, path in enumerate(paths):
+        row = rows[path]
+        state = _link_state(row)
+        links.append(
+            {
+                "request_id": request_id,
+                "ordinal": ordinal,
+                "file_id": row.id,
+                "path": path,
+                "state": state.value,
+                "error": row.error if state is LinkState.FAILED else None,
+                "finished_at": None if state is LinkState.PENDING else now,
+            }
+        )
+    q.insert_links(session, links)
+    q.finish_request_if_done(session, request_id, now)
+    return Submitted(request_id, len(paths))

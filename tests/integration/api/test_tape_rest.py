@@ -1,0 +1,213 @@
+"""The WLCG Tape REST API v1 as real clients use it: exact codes, shapes and choices."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from carousel.db.models import QueuedFileRow, StageRequest
+from carousel.domain.clock import ManualClock
+from carousel.domain.states import FileState
+from tests.integration.api.conftest import BASE_URL, RowCounts, SyncApi, assert_problem, stage
+
+
+def _mark_staged(session_factory: sessionmaker[Session], paths: list[str], *, on_disk: bool = True) -> None:
+    """What the completion step leaves behind once the library reports the files read."""
+    with session_factory() as session, session.begin():
+        session.execute(
+            update(QueuedFileRow)
+            .where(QueuedFileRow.path.in_(paths))
+            .values(state=FileState.STAGED.value, on_disk=on_disk)
+        )
+
+
+def test_discovery_gives_an_absolute_uri(api: SyncApi, make_api: Callable[..., SyncApi]) -> None:
+    response = api.get("/.well-known/wlcg-tape-rest-api")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["sitename"] == "carousel"
+    [endpoint] = body["endpoints"]
+    assert endpoint["uri"] == f"{BASE_URL}/api/v1"
+    assert endpoint["version"] == "v1"
+    assert endpoint["metadata"]["maxFilesPerStageRequest"] == 10_000
+
+    configured = make_api(public_url="https://tape.example.org:8443/", site_name="BNL")
+    body = configured.get("/.well-known/wlcg-tape-rest-api").json()
+    assert body["sitename"] == "BNL"
+    assert body["endpoints"][0]["uri"] == "https://tape.example.org:8443/api/v1"
+
+
+def test_stage_with_and_without_trailing_slash(api: SyncApi, library_paths: list[str]) -> None:
+    for url in ("/api/v1/stage", "/api/v1/stage/"):
+        response = api.post(url, json={"files": [{"path": library_paths[0]}]})
+        assert response.status_code == 201, url
+        request_id = response.json()["requestId"]
+        assert response.headers["location"] == f"{BASE_URL}/api/v1/stage/{request_id}"
+        assert api.get(response.headers["location"]).status_code == 200
+
+
+def test_status_shape(api: SyncApi, library_paths: list[str], clock: ManualClock) -> None:
+    request_id = stage(api, [library_paths[0], "/not/in/the/library"])
+    response = api.get(f"/api/v1/stage/{request_id}")
+    assert response.status_code == 200
+    body = response.json()
+    created = int(clock.now().timestamp())
+    assert body["id"] == request_id
+    assert body["createdAt"] == created
+    assert body["startedAt"] == created
+    assert "completedAt" not in body
+    first, missing = body["files"]
+    assert first == {"path": library_paths[0], "state": "SUBMITTED"}
+    # A path the library does not hold fails for that file at polling time, not the whole request.
+    assert missing["state"] == "FAILED"
+    assert missing["error"] == "not in the library"
+    assert missing["finishedAt"] == created
+    for entry in body["files"]:
+        assert ("state" in entry) != ("onDisk" in entry)
+
+
+def test_a_request_already_satisfied_is_complete_at_once(
+    api: SyncApi, library_paths: list[str], session_factory: sessionmaker[Session]
+) -> None:
+    stage(api, library_paths[:1])
+    _mark_staged(session_factory, library_paths[:1])  # on disk from the first request's recall
+    request_id = stage(api, [library_paths[0], "/nowhere/at/all"])
+    body = api.get(f"/api/v1/stage/{request_id}").json()
+    assert [f["state"] for f in body["files"]] == ["COMPLETED", "FAILED"]
+    assert body["completedAt"] == body["createdAt"]
+
+
+def test_unknown_fields_and_foreign_metadata_are_ignored(
+    api: SyncApi, library_paths: list[str], session_factory: sessionmaker[Session]
+) -> None:
+    body = {
+        "files": [
+            {
+                "path": library_paths[0],
+                "diskLifetime": 86400,
+                "targetedMetadata": {"other-endpoint": {"colour": "blue"}},
+                "somethingNew": [1, 2],
+            },
+            {"path": library_paths[1], "diskLifetime": "P1D", "targetedMetadata": "raw text"},
+        ],
+        "notInTheStandard": True,
+    }
+    response = api.post("/api/v1/stage", json=body, headers={"ClientInfo": "job=42"})
+    assert response.status_code == 201, response.text
+    with session_factory() as session:
+        request = session.get(StageRequest, response.json()["requestId"])
+        assert request is not None
+        assert request.client_info == "job=42"
+        assert request.files_total == 2
+
+
+def test_duplicate_slashes_collapse_and_duplicates_stage_once(
+    api: SyncApi, library_paths: list[str], row_counts: Callable[[], RowCounts]
+) -> None:
+    path = library_paths[0]
+    doubled = path.replace("/", "//")
+    request_id = stage(api, [path, doubled, path + "/"])
+    files = api.get(f"/api/v1/stage/{request_id}").json()["files"]
+    assert files == [{"path": path, "state": "SUBMITTED"}]
+    assert row_counts() == RowCounts(requests=1, files=1, links=1)
+
+
+def test_cancel(api: SyncApi, library_paths: list[str], session_factory: sessionmaker[Session]) -> None:
+    request_id = stage(api, library_paths[:3])
+    response = api.post(f"/api/v1/stage/{request_id}/cancel", json={"paths": [library_paths[1]]})
+    assert response.status_code == 200
+    states = [f["state"] for f in api.get(f"/api/v1/stage/{request_id}").json()["files"]]
+    assert states == ["SUBMITTED", "CANCELLED", "SUBMITTED"]
+    with session_factory() as session:
+        row = session.scalars(select(QueuedFileRow).where(QueuedFileRow.path == library_paths[1])).one()
+        assert row.state == FileState.CANCELLED.value  # nobody else waited for it, and it was only queued
+
+
+def test_cancel_with_a_foreign_path_changes_nothing(api: SyncApi, library_paths: list[str]) -> None:
+    request_id = stage(api, library_paths[:2])
+    before = api.get(f"/api/v1/stage/{request_id}").json()
+    response = api.post(
+        f"/api/v1/stage/{request_id}/cancel", json={"paths": [library_paths[0], "/not/in/request"]}
+    )
+    assert_problem(response, 400, field="paths", says="/not/in/request")
+    assert api.get(f"/api/v1/stage/{request_id}").json() == before
+
+
+def test_cancel_unknown_request(api: SyncApi) -> None:
+    response = api.post("/api/v1/stage/no-such-id/cancel", json={"paths": ["/a"]})
+    assert_problem(response, 404, says="no-such-id")
+
+
+def test_delete_cancels_and_hides(
+    api: SyncApi, library_paths: list[str], session_factory: sessionmaker[Session]
+) -> None:
+    request_id = stage(api, library_paths[:2])
+    assert api.delete(f"/api/v1/stage/{request_id}").status_code == 200
+    assert_problem(api.get(f"/api/v1/stage/{request_id}"), 404)
+    assert_problem(api.delete(f"/api/v1/stage/{request_id}"), 404)
+    with session_factory() as session:
+        states = set(session.scalars(select(QueuedFileRow.state)))
+        assert states == {FileState.CANCELLED.value}
+
+
+def test_release_of_a_known_request(
+    api: SyncApi, library_paths: list[str], session_factory: sessionmaker[Session]
+) -> None:
+    request_id = stage(api, library_paths[:2])
+    _mark_staged(session_factory, library_paths[:2])
+    response = api.post(f"/api/v1/release/{request_id}", json={"paths": [library_paths[0]]})
+    assert response.status_code == 200
+    with session_factory() as session:
+        on_disk = {
+            path: flag for path, flag in session.execute(select(QueuedFileRow.path, QueuedFileRow.on_disk))
+        }
+    # The released file may leave the buffer; the other is still wanted by its (completed) requester.
+    assert on_disk == {library_paths[0]: False, library_paths[1]: True}
+    assert_problem(
+        api.post(f"/api/v1/release/{request_id}", json={"paths": ["/not/in/request"]}), 400, field="paths"
+    )
+
+
+def test_release_with_the_gfal2_placeholder_releases_by_path(
+    api: SyncApi, library_paths: list[str], session_factory: sessionmaker[Session]
+) -> None:
+    stage(api, library_paths[:1])
+    stage(api, library_paths[:1])
+    _mark_staged(session_factory, library_paths[:1])
+    response = api.post(
+        "/api/v1/release/gfal2-placeholder-id", json={"paths": [library_paths[0], "/never/asked/for"]}
+    )
+    assert response.status_code == 200
+    with session_factory() as session:
+        row = session.scalars(select(QueuedFileRow)).one()
+        assert row.on_disk is False  # both of the caller's requests let go of it
+
+
+def test_archive_info(api: SyncApi, library_paths: list[str], session_factory: sessionmaker[Session]) -> None:
+    stage(api, library_paths[:1])
+    _mark_staged(session_factory, library_paths[:1])
+    paths = [library_paths[0], library_paths[1], "/not/in/the/library", "relative", "/a/../b"]
+    for url in ("/api/v1/archiveinfo", "/api/v1/archiveinfo/"):
+        response = api.post(url, json={"paths": paths})
+        assert response.status_code == 200
+        answer = response.json()
+        assert [entry["path"] for entry in answer] == paths
+        assert answer[0] == {"path": library_paths[0], "locality": "DISK_AND_TAPE"}
+        assert answer[1] == {"path": library_paths[1], "locality": "TAPE"}
+        assert answer[2] == {"path": "/not/in/the/library", "error": "not in the library"}
+        assert "not absolute" in answer[3]["error"]
+        assert "'..'" in answer[4]["error"]
+    assert api.post("/api/v1/archiveinfo", json={"paths": []}).json() == []
+
+
+def test_archive_info_never_fails_for_too_many_paths(
+    make_api: Callable[..., SyncApi], library_paths: list[str]
+) -> None:
+    api = make_api(limits={"max_archiveinfo_paths": 2})
+    response = api.post("/api/v1/archiveinfo", json={"paths": library_paths[:3]})
+    assert response.status_code == 200
+    answer = response.json()
+    assert [e.get("locality") for e in answer[:2]] == ["TAPE", "TAPE"]
+    assert "limit of 2 paths" in answer[2]["error"]
