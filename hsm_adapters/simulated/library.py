@@ -864,6 +864,8 @@ class Library:
             del self._idle[drive.index]
         drive.state = _UNMOUNTING
         drive.gen += 1
+        # fifo: files handed to this drive but not read (the library went offline) go back to the front
+        self._fifo.extendleft(reversed([r for r in drive.assigned if r.state == _QUEUED]))
         drive.assigned.clear()
         cartridge.leaving = True
         unload_s = self.physics.unmount_s(drive.head, drive.moved) - self._robot_s
