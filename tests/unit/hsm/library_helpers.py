@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Iterable, Sequence
 
-from hsm_adapters.base import Batch, BatchFile, EventKind
+from hsm_adapters.base import Batch, BatchFile, EventKind, Health
 from hsm_adapters.simulated.catalogue import Catalogue, CatalogueEntry, generate_catalogue
-from hsm_adapters.simulated.library import SimEvent
+from hsm_adapters.simulated.faults import FaultPlan
+from hsm_adapters.simulated.library import Library, SimEvent
 from hsm_adapters.simulated.physics import TapePhysics
 from hsm_adapters.simulated.profiles import load_profile
 
@@ -56,3 +58,83 @@ def serialise(events: Sequence[SimEvent]) -> str:
         f"{e.t!r} {e.kind} {e.tape} {e.drive} {e.file_key} {e.batch_key} {e.bytes} {e.reason} {e.retryable}"
         for e in events
     )
+
+
+ENDINGS = (EventKind.FILE_STAGED, EventKind.FILE_FAILED, EventKind.FILE_CANCELLED)
+
+
+def run_workload(
+    seed: int,
+    discipline: str,
+    drives: int,
+    depth: int | None,
+    cancel_share: float,
+    faults: FaultPlan | None = None,
+) -> tuple[list[SimEvent], list[str]]:
+    """Random one-tape batches arriving over time, some cancels; each submission's file keys are new.
+    Submissions refused while the library is offline are left out."""
+    physics = physics_for("lto8")
+    catalogue = catalogue_for(physics, cartridges=8, files=12, seed=seed)
+    rng = random.Random(seed)
+    library = Library(
+        catalogue,
+        physics,
+        drives=drives,
+        robots=rng.randint(1, 2),
+        discipline=discipline,
+        queue_depth=None if depth is None else {"default": depth},
+        faults=faults,
+    )
+    t = 0.0
+    keys: list[str] = []
+    events: list[SimEvent] = []
+    for number in range(40):
+        t += rng.expovariate(1 / 120)
+        tape = rng.choice(catalogue.tapes)
+        files = rng.sample(catalogue.on_tape(tape), rng.randint(1, 5))
+        events += library.advance_to(t)
+        if library.health(t) is Health.OFFLINE:
+            continue
+        library.submit(batch_of(f"b{number}", files, key_prefix=f"b{number}:"), t)
+        keys.extend(f"b{number}:{f.path}" for f in files)
+        if rng.random() < cancel_share:
+            library.cancel(rng.sample(keys, min(3, len(keys))), t)
+    return events + library.run_until_idle(), keys
+
+
+ENDINGS = (EventKind.FILE_STAGED, EventKind.FILE_FAILED, EventKind.FILE_CANCELLED)
+
+
+def check_recall_log(events: list[SimEvent], submitted: list[str]) -> None:
+    """Time runs forward; each submitted key ends once; a cartridge is in one drive at a time, a drive reads
+    one file at a time from the cartridge it holds, never faster than the native rate."""
+    times = [e.t for e in events]
+    assert times == sorted(times)
+    endings = [e.file_key for e in events if e.kind in ENDINGS]
+    assert sorted(endings) == sorted(submitted)
+    rate = physics_for("lto8").profile.rate_bytes_per_s
+    reading: dict[str | None, SimEvent] = {}
+    holding: dict[str | None, str | None] = {}  # drive -> the cartridge it holds
+    for event in events:
+        if event.kind is EventKind.MOUNTED:
+            assert event.drive not in holding and event.tape not in holding.values(), "mounted twice"
+            holding[event.drive] = event.tape
+        elif event.kind is EventKind.UNMOUNTED:
+            assert holding.pop(event.drive) == event.tape
+            # only a drive going down drops the file it was reading
+            assert event.drive not in reading or event.reason == "drive down"
+            reading.pop(event.drive, None)
+        elif event.kind is EventKind.FILE_STARTED:
+            assert holding.get(event.drive) == event.tape, "read from a cartridge the drive does not hold"
+            assert event.drive not in reading, "a drive started a file while reading another"
+            reading[event.drive] = event
+        elif event.kind is EventKind.FILE_STAGED:
+            start = reading.pop(event.drive)
+            assert start.file_key == event.file_key
+            assert event.bytes / (event.t - start.t) <= rate * (1 + 1e-9)
+        elif event.kind is EventKind.FILE_FAILED and event.drive in reading:  # a read error
+            assert reading.pop(event.drive).file_key == event.file_key
+        elif event.kind is EventKind.FILE_CANCELLED:
+            assert all(e.file_key != event.file_key for e in reading.values()), "cancelled while being read"
+    assert not reading  # nothing is left half read
+    assert not holding  # every cartridge went back to its slot

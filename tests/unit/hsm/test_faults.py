@@ -18,8 +18,15 @@ from hsm_adapters.simulated.faults import (
     load_fault_plan,
 )
 from hsm_adapters.simulated.library import Library, SimEvent
-from tests.unit.hsm.library_helpers import batch_of, catalogue_for, of_kind, physics_for, serialise
-from tests.unit.hsm.test_library import check_recall_log, run_workload
+from tests.unit.hsm.library_helpers import (
+    batch_of,
+    catalogue_for,
+    check_recall_log,
+    of_kind,
+    physics_for,
+    run_workload,
+    serialise,
+)
 
 
 def run_all(
