@@ -1,0 +1,116 @@
+"""Shared by the command adapter's tests: a fake library on disk, adapters over it, bounded waits."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from carousel.domain.clock import Clock
+from hsm_adapters.base import Batch, BatchFile, Event, EventKind
+from hsm_adapters.command import CommandAdapter, build_command_adapter
+from hsm_adapters.fake_hsm import FakeFile, command, write_tape
+
+TAPE = "T00042"
+TERMINAL = frozenset({EventKind.FILE_STAGED, EventKind.FILE_FAILED, EventKind.FILE_CANCELLED})
+BOUND_S = 20.0  # the longest any test waits on real programs
+
+
+@dataclass
+class FakeLibrary:
+    tapes: Path
+    disk: Path
+    files: list[FakeFile]
+
+    def batch(self, key: str, count: int | None = None, *, tape: str = TAPE) -> Batch:
+        chosen = self.files if count is None else self.files[:count]
+        return Batch(
+            key,
+            tape,
+            tuple(
+                BatchFile(f"{key}/{n}", f.path, f.position_bytes, f.size_bytes) for n, f in enumerate(chosen)
+            ),
+        )
+
+    def options(
+        self,
+        *,
+        stage_args: Sequence[str] = (),
+        lookup_args: Sequence[str] = (),
+        cancel: bool = True,
+        stage: dict[str, object] | None = None,
+        lookup: dict[str, object] | None = None,
+        **top: object,
+    ) -> dict[str, object]:
+        """Options driving the fake HSM; `stage` and `lookup` add keys to those programs' tables."""
+        options: dict[str, object] = {
+            "lookup": {
+                "argv": command("lookup", self.tapes, self.disk, *lookup_args),
+                "timeout_s": 2,
+                **(lookup or {}),
+            },
+            "stage": {
+                "argv": command(
+                    "stage", self.tapes, self.disk, "--tape", "{tape}", "--batch", "{batch}", *stage_args
+                ),
+                "timeout_s": 2,
+                **(stage or {}),
+            },
+            "kill_grace_s": 0.3,
+        }
+        if cancel:
+            options["cancel"] = {
+                "argv": command("cancel", self.tapes, self.disk, "--batch", "{batch}"),
+                "timeout_s": 2,
+            }
+        options.update(top)
+        return options
+
+    def adapter(self, clock: Clock, **kwargs: object) -> CommandAdapter:
+        return build_command_adapter(self.options(**kwargs), clock)  # type: ignore[arg-type]
+
+
+def python_program(root: Path, name: str, source: str) -> list[str]:
+    """An inline wrapper as an argv; in a file, because braces in an argv element are placeholders."""
+    path = root / f"{name}.py"
+    path.write_text(source)
+    return [sys.executable, str(path)]
+
+
+def make_library(root: Path, count: int = 4) -> FakeLibrary:
+    tapes, disk = root / "tapes", root / "disk"
+    files = write_tape(
+        tapes, TAPE, {f"/star/raw/{n:04d}.daq": bytes([65 + n]) * (1000 + n) for n in range(count)}
+    )
+    disk.mkdir()
+    return FakeLibrary(tapes, disk, files)
+
+
+def wait_for(adapter: CommandAdapter, seen: list[Event], condition: Callable[[list[Event]], bool]) -> None:
+    """Poll into `seen` until the condition holds: bounded waits on the adapter's condition, no bare sleep."""
+    deadline = time.monotonic() + BOUND_S
+    while True:
+        seen += adapter.poll_events()
+        if condition(seen):
+            return
+        assert time.monotonic() < deadline, f"condition not reached; events so far: {seen}"
+        adapter.wait_idle(0.02)
+
+
+def ends(adapter: CommandAdapter, seen: list[Event] | None = None) -> dict[str, Event]:
+    """Wait until every batch is done; the one terminal event of each file (asserting there is only one).
+
+    Events are added to `seen` when given.
+    """
+    assert adapter.wait_idle(BOUND_S), "the adapter never became idle"
+    events = seen if seen is not None else []
+    events += adapter.poll_events()  # `seen` gets the rest of the events too
+    result: dict[str, Event] = {}
+    for event in events:
+        if event.kind in TERMINAL:
+            assert event.file_key is not None
+            assert event.file_key not in result, f"second end for {event.file_key}: {event}"
+            result[event.file_key] = event
+    return result
