@@ -16,7 +16,7 @@ from sqlalchemy import ColumnElement, Select, and_, bindparam, exists, func, ins
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from carousel.db.models import LinkState, QueuedFileRow, Recall, RequestFile, StageRequest
-from carousel.domain.planning import GroupDemand, ReadOrder, Selection, TapeDemand
+from carousel.domain.planning import GroupDemand, ReadOrder, Selection, TapeDemand, TapeInFlight
 from carousel.domain.states import FileState
 
 F = QueuedFileRow
@@ -29,6 +29,7 @@ class QueueDemand:
 
     tapes: tuple[TapeDemand, ...]
     in_flight: int
+    in_flight_tapes: tuple[TapeInFlight, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,39 +81,67 @@ def read_demand(session: Session, now: datetime) -> QueueDemand:
         .group_by(F.tape, F.state, F.service_class, F.grp)
     ).all()
 
-    queued: dict[str, list[tuple[str, str, int, int, datetime, int]]] = defaultdict(list)
-    in_flight_by_tape: dict[str, int] = defaultdict(int)
+    queued: dict[str, list[_DemandRow]] = defaultdict(list)
+    in_flight: dict[str, list[_DemandRow]] = defaultdict(list)
     for tape, state, service_class, grp, count, size, oldest, priority in rows:
         assert tape is not None  # filtered in the statement
-        if state == FileState.QUEUED.value:
-            queued[tape].append((service_class, grp, count, int(size or 0), oldest, priority))
-        else:
-            in_flight_by_tape[tape] += count
+        row = _DemandRow(service_class, grp, count, int(size or 0), oldest, priority)
+        (queued if state == FileState.QUEUED.value else in_flight)[tape].append(row)
 
+    in_flight_tapes = tuple(
+        TapeInFlight(tape=tape, files=sum(r.count for r in parts), groups=_groups(parts, with_age=False))
+        for tape, parts in sorted(in_flight.items())
+    )
+    in_flight_by_tape = {t.tape: t.files for t in in_flight_tapes}
     tapes = []
     for tape, parts in queued.items():
-        groups: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-        for _, grp, count, size, _, _ in parts:
-            groups[grp][0] += count
-            groups[grp][1] += size
         # a tape's files share its class of service; should they not, the busiest class speaks for the tape
         classes: dict[str, int] = defaultdict(int)
-        for service_class, _, count, _, _, _ in parts:
-            classes[service_class] += count
+        for part in parts:
+            classes[part.service_class] += part.count
         tapes.append(
             TapeDemand(
                 tape=tape,
-                files=sum(p[2] for p in parts),
-                bytes=sum(p[3] for p in parts),
-                oldest=min(p[4] for p in parts),
-                max_priority=max(p[5] for p in parts),
+                files=sum(p.count for p in parts),
+                bytes=sum(p.size for p in parts),
+                oldest=min(p.oldest for p in parts),
+                max_priority=max(p.priority for p in parts),
                 service_class=max(sorted(classes), key=lambda c: classes[c]),
-                groups=tuple(GroupDemand(g, n, b) for g, (n, b) in sorted(groups.items())),
+                groups=_groups(parts, with_age=True),
                 in_flight=in_flight_by_tape.get(tape, 0),
             )
         )
     tapes.sort(key=lambda t: (t.oldest, t.tape))
-    return QueueDemand(tapes=tuple(tapes), in_flight=sum(in_flight_by_tape.values()))
+    return QueueDemand(
+        tapes=tuple(tapes), in_flight=sum(in_flight_by_tape.values()), in_flight_tapes=in_flight_tapes
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _DemandRow:
+    service_class: str
+    grp: str
+    count: int
+    size: int
+    oldest: datetime
+    priority: int
+
+
+def _groups(parts: Sequence[_DemandRow], *, with_age: bool) -> tuple[GroupDemand, ...]:
+    """Per-group totals of one tape's rows (several classes of service fold into one group entry)."""
+    by_group: dict[str, list[_DemandRow]] = defaultdict(list)
+    for part in parts:
+        by_group[part.grp].append(part)
+    return tuple(
+        GroupDemand(
+            group,
+            sum(p.count for p in rows),
+            sum(p.size for p in rows),
+            oldest=min(p.oldest for p in rows) if with_age else None,
+            max_priority=max(p.priority for p in rows) if with_age else 0,
+        )
+        for group, rows in sorted(by_group.items())
+    )
 
 
 # --- claims -----------------------------------------------------------------------------------------------
@@ -124,6 +153,8 @@ def _candidates(selection: Selection, now: datetime, *columns: InstrumentedAttri
         query = query.where(F.tape == selection.tape)
     if selection.service_class is not None:
         query = query.where(F.service_class == selection.service_class)
+    if selection.group is not None:
+        query = query.where(F.grp == selection.group)
     if selection.order is ReadOrder.POSITION:
         query = query.order_by(F.tape, F.position_bytes, F.id)
     else:

@@ -217,7 +217,13 @@ class Cycle:
             queue_slots=dict(capacity.queue_slots),
             mounted_tapes=capacity.mounted_tapes,
         )
-        return Snapshot(now=now, tapes=demand.tapes, library=library, in_flight=demand.in_flight)
+        return Snapshot(
+            now=now,
+            tapes=demand.tapes,
+            library=library,
+            in_flight=demand.in_flight,
+            in_flight_tapes=demand.in_flight_tapes,
+        )
 
     def _within_cycle_budget(self, plan: Plan) -> list[Selection]:
         """The plan cut to max_files_per_cycle: a bound on one cycle's transaction, whatever the policy."""
