@@ -373,8 +373,8 @@ class CommandAdapter:
         spec = self._options.cancel
         if spec is None:
             # No way to drop single files: when nothing the batch still has to do is wanted, stop its
-            # program (the way dCache ends a restore, by killing its HSM script). The files may be mid-read,
-            # so they are reported in progress; their FILE_CANCELLED (or an earlier STAGED) follows.
+            # program. The files may be mid-read, so they are reported in progress; their FILE_CANCELLED
+            # (or an earlier STAGED) follows.
             with self._lock:
                 left = {recall.file.key for recall in run.unfinished()}
                 if left and left <= set(keys) and run.program is not None:

@@ -273,8 +273,10 @@ class ProgramRun:
                     timed_out = f"printed nothing for {_seconds(limits.idle_timeout_s or 0.0)}"
                     break
                 if open_outputs == 0:
-                    # Both outputs closed but the program lives on: wait for its exit, still bounded.
-                    selector.select(min(0.05, deadline - now))
+                    # Both outputs closed: wait for the exit (usually a moment away), in slices so a stop
+                    # request or the deadline still ends a program that lives on.
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        process.wait(timeout=min(0.05, deadline - now))
                     continue
                 for key, _ in selector.select(min(deadline, idle_deadline) - now):
                     if key.data == _STDIN:

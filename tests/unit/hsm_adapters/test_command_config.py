@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +98,15 @@ def test_placeholders_fill_in_and_double_braces_stay_literal():
     assert placeholders("{tape}-{batch}") == {"tape", "batch"}
     with pytest.raises(ValueError, match="is not a name"):
         placeholders("{0}")
+
+
+def test_the_documented_example_is_valid(clock):
+    text = (Path(__file__).parents[3] / "docs" / "command-adapter.md").read_text()
+    example = tomllib.loads(re.search(r"```toml\n(.*?)```", text, re.DOTALL).group(1))
+    assert example["adapter"] == "command"
+    options = example["adapter_options"]
+    for name in ("lookup", "stage", "cancel", "health"):
+        options[name]["argv"][0] = sys.executable  # the example's wrappers are not installed here
+    adapter = build_command_adapter(options, clock)
+    assert adapter.capacity().drives_total == 4
+    adapter.close()
