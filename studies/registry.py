@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from carousel.domain.errors import ConfigError, InvalidInput
 from studies.result import Progress, StudyResult, no_progress
@@ -33,7 +34,7 @@ def get_study(name: str) -> StudyRunner:
     runner = getattr(module, "run", None)
     if not callable(runner):
         raise ConfigError(f"study {name!r}: module {module.__name__} has no run(out_dir, progress)")
-    return runner  # type: ignore[no-any-return]
+    return cast(StudyRunner, runner)
 
 
 def run_study(name: str, out_dir: Path, progress: Progress = no_progress) -> StudyResult:

@@ -28,8 +28,8 @@ FIT_TABLE = "primaryresults"
 FIT_DOCUMENT = "000_5f99fa0da61b6dda.txt"
 RAW_RUNS_DOCUMENT = "001_f186e70e6529aa00.txt"
 BNL_DEVICES = ("hdd", "raid0_3hdd", "ssd_mtron")
-# Pinned Glasgow job read rates (MB/s) at which the fit is repeated, to show what the efficiencies fix.
-PROFILE_READ_RATES = tuple(float(rate) for rate in np.geomspace(0.3, 5.0, 13))
+# The Glasgow job read rates (MB/s, log-spaced) at which the fit is repeated to show what the data fix.
+PROFILE_LOWEST_MB_S, PROFILE_HIGHEST_MB_S, PROFILE_POINTS = 0.3, 5.0, 13
 
 
 def _observation(row: HammerCloudRow) -> Observation:
@@ -159,9 +159,13 @@ def bnl_cores(data: WorkerDiskData) -> int:
     return int(data.bnl_statement("cores_per_node").low)
 
 
-def analyse(
-    data: WorkerDiskData, profile_rates: tuple[float, ...] = PROFILE_READ_RATES
-) -> WorkerDiskAnalysis:
+def profile_read_rates() -> tuple[float, ...]:
+    return tuple(
+        float(rate) for rate in np.geomspace(PROFILE_LOWEST_MB_S, PROFILE_HIGHEST_MB_S, PROFILE_POINTS)
+    )
+
+
+def analyse(data: WorkerDiskData) -> WorkerDiskAnalysis:
     physics = FixedPhysics.from_documents(data)
     fitted = fit_observations(data)
     fit = fit_model(fitted, physics)
@@ -181,7 +185,7 @@ def analyse(
     cores = bnl_cores(data)
     rates = bnl_read_rates(data)
     profile = []
-    for job_rate in profile_rates:
+    for job_rate in profile_read_rates():
         pinned = fit_model(fitted, physics, job_read_rate_mb_s=job_rate)
         profile.append(
             ProfilePoint(job_rate, pinned, predict_bnl(pinned.parameters, physics, rates[1], cores))
@@ -208,13 +212,6 @@ def efficiency_curve(analysis: WorkerDiskAnalysis, storage: str, cores: int) -> 
     device = device_for(storage, analysis.fit.parameters, analysis.physics)
     workload = filestager_workload(analysis.fit.parameters, cores)
     return [job_efficiency(device, workload, n) for n in range(1, cores + 1)]
-
-
-def read_rates_matching(
-    profile: tuple[ProfilePoint, ...], storage: str, low: float, high: float
-) -> tuple[ProfilePoint, ...]:
-    """The profile points whose predicted BNL saturation of `storage` falls within [low, high] workers."""
-    return tuple(point for point in profile if low <= point.bnl.saturation[storage] <= high)
 
 
 def throughput_inconsistencies(data: WorkerDiskData) -> list[tuple[HammerCloudRow, float]]:
