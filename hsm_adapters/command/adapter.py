@@ -20,7 +20,7 @@ import os
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from threading import Condition, RLock
 from typing import Literal, TypeVar
@@ -93,6 +93,33 @@ def _bad_note(bad: BadLine | None) -> str:
     return f"; {bad.describe()}" if bad is not None else ""
 
 
+class _Complaints:
+    """A program's protocol problems: the first few logged, the rest counted, so a flood stays a few lines."""
+
+    LOGGED = 3
+
+    def __init__(self, program: str) -> None:
+        self._program = program
+        self.count = 0
+        self.first_bad_line: BadLine | None = None
+
+    def bad_line(self, bad: BadLine) -> None:
+        if self.first_bad_line is None:
+            self.first_bad_line = bad
+        self.odd(bad.describe())
+
+    def odd(self, message: str) -> None:
+        self.count += 1
+        if self.count <= self.LOGGED:
+            log.warning("command adapter: %s: %s", self._program, message)
+
+    def done(self) -> None:
+        if self.count > self.LOGGED:
+            log.warning(
+                "command adapter: %s: %d more problems not logged", self._program, self.count - self.LOGGED
+            )
+
+
 @dataclass(eq=False)
 class _Recall:
     file: BatchFile
@@ -109,7 +136,7 @@ class _BatchRun:
     program: ProgramRun | None = None
     drive: str | None = None
     good_lines: int = 0
-    first_bad_line: BadLine | None = None
+    complaints: _Complaints = field(default_factory=lambda: _Complaints("stage program"))
 
     def unfinished(self) -> list[_Recall]:
         return [recall for recall in self.recalls.values() if not recall.finished]
@@ -160,27 +187,27 @@ class CommandAdapter:
     def _lookup_chunk(self, chunk: list[str]) -> dict[str, LookupResult]:
         wanted = set(chunk)
         answers: dict[str, LookupResult] = {}
-        bad: list[BadLine] = []
+        complaints = _Complaints("lookup program")
         good = 0
 
         def on_line(line: Line) -> None:
             nonlocal good
             parsed: LookupLine | BadLine = _parse(line, parse_lookup_line)
             if isinstance(parsed, BadLine):
-                bad.append(parsed)
-                log.warning("command adapter: lookup program: %s", parsed.describe())
+                complaints.bad_line(parsed)
                 return
             good += 1
             if parsed.path not in wanted or parsed.path in answers:
-                log.warning("command adapter: lookup program answered %r again or unasked", parsed.path)
+                complaints.odd(f"answered {parsed.path!r} again or unasked")
                 return
             answers[parsed.path] = _lookup_result(parsed)
 
         spec = self._options.lookup
         outcome = self._call(spec, {}, [{"path": path} for path in chunk], on_line)
+        complaints.done()
         with self._lock:
             self._record_call(outcome, answered=good > 0)
-        reason = self._lookup_fallback(outcome, bad[0] if bad else None)
+        reason = self._lookup_fallback(outcome, complaints.first_bad_line)
         for path in chunk:
             if path not in answers:
                 if outcome.ran_to_an_end and outcome.returncode == EXIT_NOT_ON_TAPE:
@@ -219,7 +246,8 @@ class CommandAdapter:
             if busy is not None:
                 other = self._pending[busy].batch.key
                 raise Conflict(f"file key {busy!r} is already pending in batch {other!r}", field="files")
-            run = _BatchRun(batch, {file.key: _Recall(file) for file in batch.files})
+            complaints = _Complaints(f"stage program of batch {batch.key!r}")
+            run = _BatchRun(batch, {file.key: _Recall(file) for file in batch.files}, complaints=complaints)
             if not run.recalls:
                 self._remember(self._done_batches, batch.key)
                 return
@@ -265,6 +293,7 @@ class CommandAdapter:
             run.program = program
             run.phase = "running"
         outcome = program.run(lambda line: self._on_stage_line(run, line))
+        run.complaints.done()
         with self._lock:
             self._record_call(outcome, answered=run.good_lines > 0)
             for recall in run.unfinished():
@@ -275,11 +304,7 @@ class CommandAdapter:
         parsed: StageLine | BadLine = _parse(line, parse_stage_line)
         with self._lock:
             if isinstance(parsed, BadLine):
-                if run.first_bad_line is None:
-                    run.first_bad_line = parsed
-                log.warning(
-                    "command adapter: stage program of batch %s: %s", run.batch.key, parsed.describe()
-                )
+                run.complaints.bad_line(parsed)
                 return
             run.good_lines += 1
             if isinstance(parsed, StageTapeLine):
@@ -297,13 +322,8 @@ class CommandAdapter:
     def _apply_file_line(self, run: _BatchRun, parsed: StageFileLine) -> None:
         recall = run.recalls.get(parsed.key)
         if recall is None or recall.finished:
-            log.warning(
-                "command adapter: stage program of batch %s reported %s for key %r, %s",
-                run.batch.key,
-                parsed.status,
-                parsed.key,
-                "which is not in the batch" if recall is None else "which had already ended",
-            )
+            which = "which is not in the batch" if recall is None else "which had already ended"
+            run.complaints.odd(f"reported {parsed.status} for key {parsed.key!r}, {which}")
             return
         if parsed.status == "STARTED":
             if not recall.started:
@@ -321,7 +341,7 @@ class CommandAdapter:
     @staticmethod
     def _unreported(run: _BatchRun, recall: _Recall, outcome: Outcome) -> tuple[EventKind, str, bool]:
         """The end of a file its program never reported, from how the program ended."""
-        note = _bad_note(run.first_bad_line)
+        note = _bad_note(run.complaints.first_bad_line)
         if recall.cancelled_by_carousel:
             return EventKind.FILE_CANCELLED, "cancelled by carousel; the HSM did not read it", True
         if outcome.start_error is not None:
@@ -398,15 +418,14 @@ class CommandAdapter:
     def _ask_cancel_program(self, run: _BatchRun, keys: list[str], spec: CancelSpec) -> set[str]:
         asked = set(keys)
         confirmed: set[str] = set()
+        complaints = _Complaints(f"cancel program of batch {run.batch.key!r}")
         good = 0
 
         def on_line(line: Line) -> None:
             nonlocal good
             parsed: CancelLine | BadLine = _parse(line, parse_cancel_line)
             if isinstance(parsed, BadLine):
-                log.warning(
-                    "command adapter: cancel program of batch %s: %s", run.batch.key, parsed.describe()
-                )
+                complaints.bad_line(parsed)
                 return
             good += 1
             if parsed.status == "CANCELLED" and parsed.key in asked:
@@ -414,10 +433,11 @@ class CommandAdapter:
 
         requests: list[dict[str, object]] = [{"key": key, "path": run.recalls[key].file.path} for key in keys]
         outcome = self._call(spec, _batch_values(run.batch), requests, on_line)
+        complaints.done()
         with self._lock:
             self._record_call(outcome, answered=good > 0)
         if not (outcome.ran_to_an_end and outcome.returncode == EXIT_OK):
-            log.warning("command adapter: cancel program of batch %s: %s", run.batch.key, outcome.describe())
+            complaints.odd(f"ended badly: {outcome.describe()}")
         return confirmed  # what it printed stands, however it ended
 
     # --- events ---------------------------------------------------------------------------------------
@@ -545,15 +565,17 @@ class CommandAdapter:
             if probe is not None and (self._clock.now() - probe[0]).total_seconds() < spec.cache_s:
                 return probe[1]
         answers: list[HealthLine] = []
+        complaints = _Complaints("health program")
 
         def on_line(line: Line) -> None:
             parsed: HealthLine | BadLine = _parse(line, parse_health_line)
             if isinstance(parsed, BadLine):
-                log.warning("command adapter: health program: %s", parsed.describe())
+                complaints.bad_line(parsed)
             elif not answers:
                 answers.append(parsed)
 
         outcome = self._call(spec, {}, [], on_line)
+        complaints.done()
         clean = outcome.ran_to_an_end and outcome.returncode == EXIT_OK
         if clean and answers:
             health = Health(answers[0].health)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import select
 import sys
@@ -487,3 +488,17 @@ def test_the_request_reaching_the_program_is_what_carousel_asked(tmp_path, clock
     seen = json.loads(record.read_text())
     assert seen["argv"] == ["--tape=T 1", "b-7", "express", "{literal}"]
     assert seen["lines"] == [{"key": "k", "path": odd_path, "position_bytes": 123, "size_bytes": 456}]
+
+
+def test_a_flood_of_garbage_is_logged_in_a_few_lines(tmp_path, clock, adapters, caplog):
+    program = python_program(tmp_path, "flood", "for n in range(5000):\n    print('garbage', n)\n")
+    adapter = build_command_adapter({"lookup": {"argv": program}, "stage": {"argv": program}}, clock)
+    adapters.append(adapter)
+    with caplog.at_level(logging.WARNING, logger="hsm_adapters.command.adapter"):
+        [answer] = adapter.lookup(["/x"])
+    assert answer.reason == (
+        "lookup program did not report this path; unparseable line 1 (not JSON): 'garbage 0'"
+    )
+    messages = [record.getMessage() for record in caplog.records]
+    assert len(messages) == 4
+    assert messages[-1] == "command adapter: lookup program: 4997 more problems not logged"
