@@ -303,7 +303,8 @@ def test_cancel_drops_a_queued_batch_before_it_runs(library, clock, adapters):
 
 
 def test_cancel_asks_the_cancel_program_about_a_running_batch(library, clock, adapters):
-    adapter = build(adapters, library, clock, stage_args=["--file-delay-s", "0.3"])
+    # Each file takes 0.6 s: run/2 starts 1.2 s after run/0, time enough for the cancel program to claim it.
+    adapter = build(adapters, library, clock, stage_args=["--file-delay-s", "0.6"])
     batch = library.batch("run")
     adapter.submit(batch)
     seen: list[Event] = []
@@ -349,7 +350,7 @@ def test_without_a_cancel_program_a_batch_wholly_cancelled_is_stopped(library, c
 
 def test_capacity_follows_the_work(library, clock, adapters):
     adapter = build(
-        adapters, library, clock, max_workers=1, queue_files=10, stage_args=["--file-delay-s", "0.15"]
+        adapters, library, clock, max_workers=1, queue_files=10, stage_args=["--file-delay-s", "0.3"]
     )
     idle = adapter.capacity()
     assert (idle.drives_total, idle.drives_free, idle.queue_slots, idle.mounted_tapes) == (
