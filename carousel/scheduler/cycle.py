@@ -60,6 +60,7 @@ class CycleReport:
     cancelled: int = 0
     cancel_requeued: int = 0
     tapes_with_work: int = 0
+    in_flight: int = 0  # files with the HSM (or claimed) at snapshot time
     plan: Plan | None = None
     claimed: int = 0
     batches_submitted: int = 0
@@ -112,6 +113,7 @@ class Cycle:
             self._push_cancels(report)
         snapshot = self._snapshot(capacity, online)
         report.tapes_with_work = len(snapshot.tapes)
+        report.in_flight = snapshot.in_flight
         report.plan = self.policy.plan(snapshot)
         if not online:
             return  # an outage stops submission; the plan is kept for the report (its waiting reasons)
