@@ -12,11 +12,22 @@ from typing import Any
 
 from carousel.domain.errors import ConfigError
 from policies.base import Policy, PolicyFactory
+from policies.carousel import build_carousel
+from policies.cta import build_cta
+from policies.fair_share import wrap_with_fair_share
 from policies.fifo import build_fifo
+from policies.star2006 import build_star2006
 
 ENTRY_POINT_GROUP = "carousel.policies"
 
-BUILT_IN: dict[str, PolicyFactory] = {"fifo": build_fifo}
+BUILT_IN: dict[str, PolicyFactory] = {
+    "carousel": build_carousel,
+    "cta": build_cta,
+    "fifo": build_fifo,
+    "star2006": build_star2006,
+}
+# An option of every policy: fair share across groups, a layer over whichever policy orders the work.
+FAIR_SHARE_OPTION = "fair_share"
 
 
 def declared_plugins() -> dict[str, EntryPoint]:
@@ -44,9 +55,17 @@ def load_factory(name: str) -> PolicyFactory:
 
 
 def build_policy(name: str, options: Mapping[str, Any] | None = None) -> Policy:
+    """The named policy built from its options; `fair_share` among them wraps it in the fair share layer."""
     factory = load_factory(name)
+    own = dict(options or {})
+    fair_share = own.pop(FAIR_SHARE_OPTION, None)
     try:
-        policy = factory(options or {})
+        policy = factory(own)
+        if fair_share is not None:
+            if not isinstance(fair_share, Mapping):
+                raise TypeError(f"{FAIR_SHARE_OPTION} must be a table of options, not {fair_share!r}")
+            if isinstance(policy, Policy):
+                policy = wrap_with_fair_share(policy, fair_share)
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"policy {name!r}: bad options: {exc}") from exc
     if not isinstance(policy, Policy):

@@ -1,0 +1,166 @@
+"""carousel's own policy (the default): for every tape with work, mount it now, let it wait, or keep it on
+the drive that holds it, from a cost model of the library.
+
+The cost model (figures from `LibraryView.costs`, the library's physics as plain numbers):
+- a mount of tape i serving its n queued files of B bytes takes
+  T_i = mount + n·(locate(n) + overhead) + B/rate + unmount drive-seconds; a tape already on a drive takes
+  only the pass, n·(locate(n) + overhead) + B/rate;
+- its worth per drive-second is the streaming time it buys, (B/rate) / T_i, raised by waiting:
+  score_i = (B/rate) / T_i · (1 + age_i / age_scale_s). Busy libraries thus stream the tapes that give most
+  data per drive-second, and age lifts every tape in time;
+- rent or buy: a new mount takes its fixed costs (mount + unmount) away from everyone else, which only
+  matters when drives are scarce. With u the fraction of drives busy, a tape is mounted once the waiting its
+  files have accrued, n·age, reaches patience · ρ(u) · (mount + unmount), ρ(u) = max(0, (u − knee) / (1 − u)).
+  Under light load (u ≤ knee) ρ is 0 and every tape is mounted as soon as a drive is free; near saturation
+  tapes wait to gather work, so mounts carry more files;
+- keep the mounted tape: files that arrive for a tape that is mounted or being read join it at once (late
+  binding: the library reads them in head order, those ahead of the head on the way); an idle mounted tape
+  competes for its drive with the pass cost alone.
+
+Nothing starves: a tape whose oldest request has waited max_wait_s goes before every other (oldest first),
+skips the patience rule, and while such a tape has no drive, busy tapes take no new files, so drives come
+free. Priorities order tapes before scores; fair share across groups is a separate layer
+(policies/fair_share.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from carousel.domain.planning import LibraryCosts, Plan, ReadOrder, Selection, Snapshot, TapeDemand
+from policies.common import CostOptions, age_s, busy_tapes, costs_of, offline_plan
+
+
+class CarouselOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_wait_s: float = Field(default=4 * 3600.0, gt=0)  # no tape waits longer for a drive than this
+    age_scale_s: float = Field(default=1800.0, gt=0)  # waiting this long doubles a tape's score
+    patience: float = Field(default=1.0, ge=0)  # 0: never hold a tape back while a drive is free
+    knee: float = Field(default=0.5, ge=0, lt=1)  # drive use below which nothing is held back
+    max_files_per_mount: int = Field(default=10_000, ge=1)  # bounds one claim
+    keep_mounted: bool = True  # late binding: arrivals for a mounted tape join it
+    costs: CostOptions = Field(default_factory=CostOptions)  # when the library publishes none
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    tape: TapeDemand
+    on_drive: bool  # mounted (idle) or busy: no mount to pay
+    service_s: float
+    score: float
+    starving: bool
+
+    def key(self) -> tuple[bool, float, int, float, datetime, str]:
+        # starving tapes first, oldest first among them; then priority, then score
+        since = self.tape.oldest.timestamp() if self.starving else 0.0
+        tape = self.tape
+        return (not self.starving, since, -tape.max_priority, -self.score, tape.oldest, tape.tape)
+
+
+class CarouselPolicy:
+    name = "carousel"
+
+    def __init__(self, options: CarouselOptions | None = None) -> None:
+        self.options = options or CarouselOptions()
+
+    def plan(self, snapshot: Snapshot) -> Plan:
+        if not snapshot.library.online:
+            return offline_plan(snapshot)
+        options = self.options
+        costs = costs_of(snapshot, options.costs)
+        now = snapshot.now
+        busy = busy_tapes(snapshot)
+        mounted = set(snapshot.library.mounted_tapes) if options.keep_mounted else set()
+        drives = snapshot.library.drives_total
+
+        candidates = [
+            self._candidate(t, t.tape in busy or t.tape in mounted, costs, now) for t in snapshot.tapes
+        ]
+        starving_without_drive = any(c.starving and c.tape.tape not in busy for c in candidates)
+
+        selections: list[Selection] = []
+        waiting: dict[str, str] = {}
+        in_use = len(busy)
+        ranked: list[_Candidate] = []
+        for candidate in candidates:
+            if candidate.tape.tape in busy:
+                if starving_without_drive and not candidate.starving:
+                    waiting[candidate.tape.tape] = (
+                        "not joining its mount: a tape waiting too long needs a drive"
+                    )
+                else:
+                    selections.append(self._selection(candidate.tape))
+            else:
+                ranked.append(candidate)
+
+        wake_at: datetime | None = None
+        fixed_s = costs.mount_s + costs.unmount_s
+        for candidate in sorted(ranked, key=_Candidate.key):
+            tape = candidate.tape
+            if in_use >= drives:
+                waiting[tape.tape] = f"no free drive (score {candidate.score:.3g})"
+                wake_at = _earliest(wake_at, self._starving_at(tape), now)
+                continue
+            if not candidate.on_drive and not candidate.starving:
+                threshold = options.patience * self._scarcity(in_use, drives) * fixed_s
+                accrued = tape.files * age_s(tape, now)
+                if accrued < threshold:
+                    waiting[tape.tape] = (
+                        f"gathering work: {accrued:.0f} of {threshold:.0f} file-seconds waited before a mount"
+                        f" is worth its {fixed_s:.0f} s"
+                    )
+                    ready = tape.oldest + timedelta(seconds=threshold / tape.files)
+                    wake_at = _earliest(wake_at, min(ready, self._starving_at(tape)), now)
+                    continue
+            in_use += 1
+            selections.append(self._selection(tape))
+        return Plan(selections=tuple(selections), waiting=waiting, wake_at=wake_at)
+
+    def _candidate(self, tape: TapeDemand, on_drive: bool, costs: LibraryCosts, now: datetime) -> _Candidate:
+        files = min(tape.files, self.options.max_files_per_mount)
+        size = tape.bytes if files == tape.files else tape.bytes * files // tape.files
+        service_s = costs.pass_s(files, size) if on_drive else costs.mount_service_s(files, size)
+        worth = costs.read_s(size) / service_s if service_s > 0 else 0.0
+        age = age_s(tape, now)
+        return _Candidate(
+            tape=tape,
+            on_drive=on_drive,
+            service_s=service_s,
+            score=worth * (1.0 + age / self.options.age_scale_s),
+            starving=age >= self.options.max_wait_s,
+        )
+
+    def _scarcity(self, in_use: int, drives: int) -> float:
+        """ρ(u): 0 up to the knee, then growing without bound as the last drives fill."""
+        use = in_use / drives
+        knee = self.options.knee
+        if use <= knee:
+            return 0.0
+        return (use - knee) / max(1.0 - use, 1.0 / drives)
+
+    def _starving_at(self, tape: TapeDemand) -> datetime:
+        return tape.oldest + timedelta(seconds=self.options.max_wait_s)
+
+    def _selection(self, tape: TapeDemand) -> Selection:
+        return Selection(
+            tape=tape.tape,
+            max_files=min(tape.files, self.options.max_files_per_mount),
+            order=ReadOrder.POSITION,
+        )
+
+
+def _earliest(current: datetime | None, candidate: datetime, now: datetime) -> datetime | None:
+    """The sooner of two wake-up times; a time already past wakes nothing (it has happened)."""
+    if candidate <= now:
+        return current
+    return candidate if current is None else min(current, candidate)
+
+
+def build_carousel(options: Mapping[str, Any]) -> CarouselPolicy:
+    return CarouselPolicy(CarouselOptions.model_validate(dict(options)))

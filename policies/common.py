@@ -1,0 +1,75 @@
+"""Small pieces the tape-level policies share: the offline plan, which tapes hold a drive, a tape's main
+group, the library's room per class of service, and cost figures for libraries that publish none."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from carousel.domain.planning import GroupDemand, LibraryCosts, Plan, Snapshot, TapeDemand
+
+OFFLINE = "the library is offline"
+
+
+def offline_plan(snapshot: Snapshot) -> Plan:
+    return Plan(waiting={t.tape: OFFLINE for t in snapshot.tapes})
+
+
+def busy_tapes(snapshot: Snapshot) -> set[str]:
+    """Tapes the library holds work for: mounted and reading, or waiting for a drive. Each takes a drive."""
+    return {t.tape for t in snapshot.in_flight_tapes if t.files > 0}
+
+
+def main_group(groups: Iterable[GroupDemand], default: str = "default") -> str:
+    """The group with most files on a tape (ties: the name first in order): whom a mount is for."""
+    best: GroupDemand | None = None
+    for group in groups:
+        if best is None or (group.files, best.group) > (best.files, group.group):
+            best = group
+    return default if best is None else best.group
+
+
+def slot_room(snapshot: Snapshot, service_class: str) -> int | None:
+    """Files the library still takes in the class, or None when it reports no depth for any class."""
+    slots = snapshot.library.queue_slots
+    if not slots:
+        return None
+    return slots.get(service_class, 0)
+
+
+def age_s(tape: TapeDemand, now: datetime) -> float:
+    return max(0.0, (now - tape.oldest).total_seconds())
+
+
+class CostOptions(BaseModel):
+    """Cost figures to plan with when the library publishes none (`LibraryView.costs` is None). The
+    defaults are an LTO-8 drive's, as the simulated library's physics gives them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mount_s: float = Field(default=28.0, ge=0)
+    unmount_s: float = Field(default=96.0, ge=0)
+    rate_bytes_per_s: float = Field(default=360e6, gt=0)
+    overhead_s: float = Field(default=2.0, ge=0)
+    # (files read in one pass, mean locate per file)
+    locate_s: tuple[tuple[int, float], ...] = ((1, 59.0), (8, 44.6), (64, 41.2), (512, 29.8), (4096, 8.6))
+
+    def costs(self) -> LibraryCosts:
+        return LibraryCosts(
+            mount_s=self.mount_s,
+            unmount_s=self.unmount_s,
+            rate_bytes_per_s=self.rate_bytes_per_s,
+            overhead_s=self.overhead_s,
+            locate_s=self.locate_s,
+        )
+
+
+def costs_of(snapshot: Snapshot, fallback: CostOptions) -> LibraryCosts:
+    return snapshot.library.costs or fallback.costs()
+
+
+def with_reason(waiting: dict[str, str], tapes: Iterable[TapeDemand], reason: str) -> None:
+    for tape in tapes:
+        waiting.setdefault(tape.tape, reason)

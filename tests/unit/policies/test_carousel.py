@@ -1,0 +1,110 @@
+from datetime import timedelta
+
+import pytest
+
+from policies.carousel import CarouselOptions, CarouselPolicy
+from policies.common import CostOptions
+from tests.unit.policies.snapshots import COSTS, GB, MB, T0, busy, snapshot, tape
+
+
+def carousel(**changes) -> CarouselPolicy:
+    return CarouselPolicy(CarouselOptions(**changes))
+
+
+def chosen(plan) -> list[str]:
+    return [s.tape for s in plan.selections]
+
+
+def test_light_load_mounts_every_tape_at_once():
+    plan = carousel().plan(snapshot(tape("A", 1), tape("B", 1), tape("C", 2), drives=4))
+    assert sorted(chosen(plan)) == ["A", "B", "C"]
+    assert plan.waiting == {}
+    assert plan.wake_at is None
+
+
+def test_scarce_drives_go_to_the_tapes_that_stream_most_per_drive_second():
+    plan = carousel().plan(
+        snapshot(tape("one", 1), tape("many", 50), tape("big", 10, size=GB), drives=2, costs=COSTS)
+    )
+    assert chosen(plan) == ["big", "many"]
+    assert plan.waiting["one"].startswith("no free drive")
+    by_tape = {s.tape: s for s in plan.selections}
+    assert by_tape["many"].max_files == 50  # the whole tape in one pass, in head order
+    assert by_tape["many"].order == "POSITION"
+
+
+def test_waiting_lifts_a_tape_above_better_streaming_ones():
+    policy = carousel(max_wait_s=10**6)
+    fresh = policy.plan(snapshot(tape("one", 1, age_s=0), tape("many", 50), drives=1))
+    assert chosen(fresh) == ["many"]
+    aged = policy.plan(snapshot(tape("one", 1, age_s=36_000), tape("many", 50), drives=1))
+    assert chosen(aged) == ["one"]
+
+
+def test_priority_comes_before_the_score():
+    plan = carousel().plan(snapshot(tape("low", 50), tape("high", 1, priority=2), drives=1))
+    assert chosen(plan) == ["high"]
+
+
+def test_files_for_a_tape_in_flight_join_it_whatever_the_drives():
+    plan = carousel().plan(snapshot(tape("A", 3), tape("B", 9), drives=1, in_flight=(busy("A", 2),)))
+    assert chosen(plan) == ["A"]
+    assert "no free drive" in plan.waiting["B"]
+
+
+def test_an_idle_mounted_tape_competes_without_a_mount_to_pay():
+    equal = (tape("fresh", 5), tape("mounted", 5))
+    plan = carousel().plan(snapshot(*equal, drives=1, mounted=("mounted",)))
+    assert chosen(plan) == ["mounted"]
+    no_keep = carousel(keep_mounted=False).plan(snapshot(*equal, drives=1, mounted=("mounted",)))
+    assert chosen(no_keep) == ["fresh"]  # same score: the tape id decides
+
+
+def test_a_starving_tape_goes_first_and_stops_others_from_growing_their_mounts():
+    policy = carousel(max_wait_s=3600)
+    plan = policy.plan(
+        snapshot(
+            tape("busy", 40),
+            tape("good", 200, age_s=100),
+            tape("old", 1, age_s=3600),
+            drives=2,
+            in_flight=(busy("busy", 5),),
+        )
+    )
+    assert chosen(plan) == ["old"]
+    assert "waiting too long" in plan.waiting["busy"]
+    assert plan.waiting["good"].startswith("no free drive")
+
+
+def test_near_saturation_a_tape_waits_until_its_files_have_waited_as_long_as_a_mount_costs():
+    # 3 of 4 drives busy: u = 0.75, ρ = (0.75 − 0.5) / 0.25 = 1: a mount is worth n·age ≥ mount + unmount
+    held = tuple(busy(f"X{n}") for n in range(3))
+    fixed = COSTS.mount_s + COSTS.unmount_s
+    plan = carousel().plan(snapshot(tape("small", 1, age_s=10), drives=4, in_flight=held))
+    assert plan.selections == ()
+    assert "gathering work" in plan.waiting["small"]
+    assert plan.wake_at == T0 - timedelta(seconds=10) + timedelta(seconds=fixed)
+    ready = carousel().plan(snapshot(tape("small", 1, age_s=fixed), drives=4, in_flight=held))
+    assert chosen(ready) == ["small"]
+    many = carousel().plan(snapshot(tape("many", 20, age_s=10), drives=4, in_flight=held))
+    assert chosen(many) == ["many"]
+    never_wait = carousel(patience=0).plan(snapshot(tape("small", 1), drives=4, in_flight=held))
+    assert chosen(never_wait) == ["small"]
+
+
+def test_a_library_without_costs_plans_with_the_configured_ones():
+    slow_mounts = CostOptions(mount_s=5000.0, unmount_s=5000.0)
+    held = tuple(busy(f"X{n}") for n in range(3))
+    snap = snapshot(tape("small", 4, age_s=300), drives=4, in_flight=held, costs=None)
+    assert chosen(carousel().plan(snap)) == ["small"]  # default figures: 4 · 300 s > 124 s
+    assert carousel(costs=slow_mounts).plan(snap).selections == ()
+
+
+def test_a_claim_is_bounded():
+    plan = carousel(max_files_per_mount=100).plan(snapshot(tape("A", 5000, size=MB)))
+    assert [s.max_files for s in plan.selections] == [100]
+
+
+def test_options_are_checked():
+    with pytest.raises(ValueError, match="knee"):
+        CarouselOptions(knee=1.0)
