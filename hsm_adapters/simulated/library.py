@@ -113,7 +113,18 @@ class _Run:
 
 
 class _Cartridge:
-    __slots__ = ("bad", "candidate_seq", "disabled", "drive", "heads", "label", "leaving", "mounts", "queued")
+    __slots__ = (
+        "bad",
+        "candidate_seq",
+        "changed",
+        "disabled",
+        "drive",
+        "heads",
+        "label",
+        "leaving",
+        "mounts",
+        "queued",
+    )
 
     def __init__(self, label: str, bad: bool) -> None:
         self.label = label
@@ -124,6 +135,7 @@ class _Cartridge:
         self.drive: _Drive | None = None  # the drive holding it, loading it, or reserved to load it next
         self.leaving = False  # being rewound, unloaded and carried back
         self.candidate_seq = 0  # when it started waiting for a mount (tie-break)
+        self.changed = False  # its queued count changed since the candidates heap last heard of it
         self.heads: list[tuple[int, int, _Run]] = []  # (position, seq, run) of each run's next file
 
 
@@ -249,11 +261,14 @@ class Library:
         self._depths = depths
         self._classes: dict[str, _ServiceClass] = {name: _ServiceClass(d) for name, d in depths.items()}
         self._cartridges: dict[str, _Cartridge] = {}
-        self._recalls: dict[str, _Recall] = {}
+        self._recalls: dict[str, _Recall] = {}  # recalls not yet ended, by file key
+        # Ended recalls keep only their key (True: cancelled), so a million finished files cost little.
+        self._ended: dict[str, bool] = {}
         self._batch_keys: set[str] = set()
         self._arriving: dict[int, Batch] = {}  # batches submitted for a later time, by event seq
         self._fifo: deque[_Recall] = deque()
         self._candidates: list[tuple[int, int, _Cartridge]] = []  # heap: (-queued, waiting since, cartridge)
+        self._changed: list[_Cartridge] = []  # to push into the heap once, however many files arrived
 
         self._bad = self.faults.pick_bad_cartridges(catalogue.tapes)
         self._new_media = frozenset(new_cartridges)
@@ -310,11 +325,10 @@ class Library:
         for key in file_keys:
             recall = self._recalls.get(key)
             if recall is None:
-                unknown.append(key)
-            elif recall.state in (_QUEUED, _BACKLOG):
+                ended = self._ended.get(key)
+                (unknown if ended is None else cancelled if ended else in_progress).append(key)
+            elif recall.state <= _QUEUED:
                 self._cancel(recall, at)
-                cancelled.append(key)
-            elif recall.state == _CANCELLED:
                 cancelled.append(key)
             else:
                 in_progress.append(key)
@@ -488,8 +502,7 @@ class Library:
                 reason = f"{file.path} is on tape {entry.tape}, not on {batch.tape}"
                 self._reject(file.key, file.path, batch, t, reason)
                 continue
-            previous = recalls.get(file.key)
-            if previous is not None and previous.state <= _STARTED:
+            if file.key in recalls:
                 continue  # already held: its events will come
             self._seq = seq = self._seq + 1
             recall = _Recall(
@@ -513,6 +526,8 @@ class Library:
 
     def _reject(self, key: str, path: str, batch: Batch, t: float, reason: str) -> None:
         self._failed += 1
+        if key not in self._recalls:
+            self._ended[key] = False
         self._out.append(
             SimEvent(EventKind.FILE_FAILED, t, batch.tape, None, key, path, batch.key, 0, reason, False)
         )
@@ -539,8 +554,7 @@ class Library:
         if drive is None:
             if cartridge.queued == 1:
                 cartridge.candidate_seq = recall.seq
-            heapq.heappush(self._candidates, (-cartridge.queued, cartridge.candidate_seq, cartridge))
-            self._want_dispatch = True
+            self._candidate_changed(cartridge)
         elif drive.state == _IDLE and drive.tape is cartridge:
             self._drive_next(drive, t)
 
@@ -551,10 +565,12 @@ class Library:
             cartridge = recall.tape
             cartridge.queued -= 1
             if self._tape_ordered and cartridge.drive is None and cartridge.queued:
-                heapq.heappush(self._candidates, (-cartridge.queued, cartridge.candidate_seq, cartridge))
+                self._candidate_changed(cartridge)
             self._release(recall.service, t)
         recall.state = _CANCELLED
         self._cancelled += 1
+        del self._recalls[recall.key]
+        self._ended[recall.key] = True
         self._out.append(
             SimEvent(
                 EventKind.FILE_CANCELLED,
@@ -609,8 +625,19 @@ class Library:
         self._start_unmount(drive, t)
         return True
 
+    def _candidate_changed(self, cartridge: _Cartridge) -> None:
+        if not cartridge.changed:
+            cartridge.changed = True
+            self._changed.append(cartridge)
+        self._want_dispatch = True
+
     def _dispatch_ordered(self, t: float) -> None:
         candidates = self._candidates
+        for cartridge in self._changed:
+            cartridge.changed = False
+            if cartridge.drive is None and cartridge.queued and not cartridge.disabled:
+                heapq.heappush(candidates, (-cartridge.queued, cartridge.candidate_seq, cartridge))
+        self._changed.clear()
         while candidates:
             negative_queued, waiting_since, cartridge = candidates[0]
             if (
@@ -787,6 +814,8 @@ class Library:
             recall.state = _STAGED
             self._staged += 1
             self._bytes_staged += recall.size
+            del self._recalls[recall.key]
+            self._ended[recall.key] = False
             self._out.append(
                 SimEvent(
                     EventKind.FILE_STAGED,
@@ -813,6 +842,8 @@ class Library:
         self, recall: _Recall, drive: str | None, t: float, reason: str, retryable: bool
     ) -> None:
         self._failed += 1
+        del self._recalls[recall.key]
+        self._ended[recall.key] = False
         self._out.append(
             SimEvent(
                 EventKind.FILE_FAILED,
@@ -896,7 +927,7 @@ class Library:
         if self._tape_ordered and cartridge.queued and not cartridge.disabled:
             self._seq += 1
             cartridge.candidate_seq = self._seq
-            heapq.heappush(self._candidates, (-cartridge.queued, cartridge.candidate_seq, cartridge))
+            self._candidate_changed(cartridge)
 
     def _drive_down(self, drive: _Drive, t: float) -> None:
         """The drive fails: its cartridge is taken out, its unfinished work goes back to the queue."""

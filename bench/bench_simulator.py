@@ -1,0 +1,163 @@
+"""Speed of the simulated library's engine on the virtual clock, against baselines measured in the same run.
+
+The workload: a seeded catalogue of 20,000 cartridges × 50 files (STAR 2006 sizes, LTO-9 drives), every file
+recalled once (1,000,000 recalls). Each cartridge's files are cut into batches of 1 to 10 files in position
+order, the batches shuffled and arriving at random over two library days, so mounts, the dismount delay, the
+robots and the tape-ordered queue all work. 20 drives, 2 robots. As a study replaying a trace would, the clock
+is stepped an hour at a time: the hour's arrivals are submitted at their own times, then the events drained.
+Goal: under 60 s of wall time.
+
+Baselines, same process, same run:
+- heapq: a bare heapq push/pop loop over as many (time, seq, kind, drive, generation) tuples as the engine
+  processed events: the floor any heap-driven engine in Python pays;
+- tenth: the same workload at a tenth of the size (2,000 cartridges, 100,000 recalls), times ten: a ratio
+  near 1 says the engine scales linearly.
+Also shown: the full run with Python's cyclic garbage collector paused while it runs (`gc.disable()`), which
+a batch study may do; the engine itself never touches the collector.
+
+Run: .venv/bin/python -m bench.bench_simulator  (options: --cartridges, --files-per-cartridge, --drives,
+--robots, --discipline, --profile, --seed)
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import heapq
+import random
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from hsm_adapters.base import Batch, BatchFile
+from hsm_adapters.simulated.catalogue import Catalogue, generate_catalogue
+from hsm_adapters.simulated.library import Library
+from hsm_adapters.simulated.physics import TapePhysics
+from hsm_adapters.simulated.profiles import load_profile
+
+ARRIVAL_WINDOW_S = 2 * 86_400.0
+STEP_S = 3_600.0
+TARGET_S = 60.0
+
+
+@dataclass(frozen=True)
+class Run:
+    recalls: int
+    setup_s: float
+    wall_s: float  # submitting and simulating, the engine's own time
+    engine_events: int
+    reported_events: int
+    library_days: float
+    mounts: int
+
+
+def workload(catalogue: Catalogue, seed: int) -> list[tuple[float, Batch]]:
+    rng = random.Random(seed)
+    batches: list[Batch] = []
+    for tape in catalogue.tapes:
+        entries = list(catalogue.on_tape(tape))
+        rng.shuffle(entries)
+        start = 0
+        while start < len(entries):
+            size = rng.randint(1, 10)
+            chunk = sorted(entries[start : start + size], key=lambda e: e.position_bytes)
+            files = tuple(BatchFile(e.path, e.path, e.position_bytes, e.size_bytes) for e in chunk)
+            batches.append(Batch(f"{tape}-{start}", tape, files))
+            start += size
+    arrivals = sorted(rng.uniform(0, ARRIVAL_WINDOW_S) for _ in batches)
+    rng.shuffle(batches)
+    return list(zip(arrivals, batches, strict=True))
+
+
+def simulate(args: argparse.Namespace, cartridges: int, *, pause_gc: bool = False) -> Run:
+    began = time.perf_counter()
+    profile = load_profile(args.profile)
+    physics = TapePhysics(profile)
+    catalogue = generate_catalogue(args.seed, cartridges, args.files_per_cartridge, "star2006", profile)
+    arrivals = deque(workload(catalogue, args.seed))
+    library = Library(catalogue, physics, drives=args.drives, robots=args.robots, discipline=args.discipline)
+    setup_s = time.perf_counter() - began
+
+    if pause_gc:
+        gc.disable()
+    try:
+        began = time.perf_counter()
+        reported = 0
+        t = 0.0
+        while arrivals or library.next_event_time() is not None:
+            t += STEP_S
+            while arrivals and arrivals[0][0] <= t:  # the step's arrivals, each at its own time
+                at, batch = arrivals.popleft()
+                library.submit(batch, at)
+            reported += len(library.advance_to(t))
+        wall_s = time.perf_counter() - began
+    finally:
+        gc.enable()
+
+    stats = library.stats()
+    if stats.files_staged != len(catalogue):
+        raise SystemExit(f"the run staged {stats.files_staged} of {len(catalogue)} files")
+    return Run(
+        recalls=len(catalogue),
+        setup_s=setup_s,
+        wall_s=wall_s,
+        engine_events=stats.events,
+        reported_events=reported,
+        library_days=library.now / 86_400,
+        mounts=stats.mounts,
+    )
+
+
+def heapq_baseline(events: int) -> float:
+    """Push then pop `events` engine-shaped tuples, in an order as mixed as the engine's."""
+    rng = random.Random(0)
+    times = [rng.uniform(0, 1e6) for _ in range(events)]
+    began = time.perf_counter()
+    heap: list[tuple[float, int, int, int, int]] = []
+    push = heapq.heappush
+    pop = heapq.heappop
+    for seq, t in enumerate(times):
+        push(heap, (t, seq, 0, seq % 20, 0))
+        if seq % 2:
+            pop(heap)
+    while heap:
+        pop(heap)
+    return time.perf_counter() - began
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--cartridges", type=int, default=20_000)
+    parser.add_argument("--files-per-cartridge", type=int, default=50)
+    parser.add_argument("--drives", type=int, default=20)
+    parser.add_argument("--robots", type=int, default=2)
+    parser.add_argument("--discipline", default="tape_ordered")
+    parser.add_argument("--profile", default="lto9")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+
+    full = simulate(args, args.cartridges)
+    tenth = simulate(args, max(1, args.cartridges // 10))
+    paused = simulate(args, args.cartridges, pause_gc=True)
+    heap_s = heapq_baseline(full.engine_events)
+    print(f"simulated library, {args.profile}, {args.drives} drives, {args.robots} robots, {args.discipline}")
+    print(f"  recalls                 {full.recalls:,} over {args.cartridges:,} cartridges")
+    print(f"  library time            {full.library_days:.2f} days, {full.mounts:,} mounts")
+    print(f"  setup (not timed)       {full.setup_s:.1f} s: catalogue and batches")
+    print(f"  wall time               {full.wall_s:.1f} s  (goal < {TARGET_S:.0f} s)")
+    print(f"  engine events           {full.engine_events:,}  = {full.engine_events / full.wall_s:,.0f} /s")
+    print(
+        f"  reported events         {full.reported_events:,}  = {full.reported_events / full.wall_s:,.0f} /s"
+    )
+    print(f"  recalls per second      {full.recalls / full.wall_s:,.0f}")
+    print(f"  ratio to a bare heapq loop of as many events   {full.wall_s / heap_s:.1f}x  ({heap_s:.2f} s)")
+    print(f"  ratio to ten runs at a tenth of the size       {full.wall_s / (10 * tenth.wall_s):.2f}x")
+    speedup = full.wall_s / paused.wall_s
+    print(f"  with the garbage collector paused              {paused.wall_s:.1f} s ({speedup:.2f}x faster)")
+    print(f"  verdict                 {'PASS' if full.wall_s < TARGET_S else 'FAIL'}")
+
+
+if __name__ == "__main__":
+    main()
