@@ -17,39 +17,11 @@ from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from carousel.db.models import LinkState, QueuedFileRow, Recall, RequestFile, StageRequest
 from carousel.domain.planning import GroupDemand, ReadOrder, Selection, TapeDemand, TapeInFlight
+from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand
 from carousel.domain.states import FileState
 
 F = QueuedFileRow
 IN_FLIGHT = (FileState.CLAIMED.value, FileState.SUBMITTED.value)
-
-
-@dataclass(frozen=True, slots=True)
-class QueueDemand:
-    """The queue as a policy needs it: one entry per tape with work, and what is in flight."""
-
-    tapes: tuple[TapeDemand, ...]
-    in_flight: int
-    in_flight_tapes: tuple[TapeInFlight, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimedFile:
-    id: int
-    path: str
-    tape: str
-    position_bytes: int
-    size_bytes: int
-    service_class: str
-    queued_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class HandedOver:
-    """One batch the adapter accepted: its key and tape, and the ids of its files."""
-
-    batch_key: str
-    tape: str
-    file_ids: tuple[int, ...]
 
 
 def _due(now: datetime) -> ColumnElement[bool]:

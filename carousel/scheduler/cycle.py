@@ -11,9 +11,7 @@ two leaves CLAIMED rows, which a later cycle puts back in the queue after claim_
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 import structlog
@@ -26,11 +24,11 @@ from carousel.db.completion_queries import finish_file
 from carousel.db.engine import transaction
 from carousel.db.leader_lock import LeaderLock, leader_lock_for
 from carousel.domain.clock import Clock
-from carousel.domain.planning import LibraryView, Plan, Selection, Snapshot
+from carousel.domain.planning import LibraryCosts, Plan
 from carousel.domain.states import FileState
+from carousel.scheduler.planning_path import PlanningPath, published_costs
+from carousel.scheduler.queue_store import DatabaseQueueStore
 from hsm_adapters.base import (
-    Batch,
-    BatchFile,
     Capacity,
     Event,
     Health,
@@ -80,6 +78,7 @@ class Cycle:
         clock: Clock,
         *,
         leader_lock: LeaderLock | None = None,
+        costs: LibraryCosts | None = None,
     ) -> None:
         self.settings = settings
         self.session_factory = session_factory
@@ -87,6 +86,15 @@ class Cycle:
         self.policy = policy
         self.clock = clock
         self.leader_lock = leader_lock or leader_lock_for(session_factory)
+        # snapshot, plan, claim, submit, record: the very code the trace replay runs over its memory store
+        self.path = PlanningPath(
+            DatabaseQueueStore(session_factory),
+            adapter,
+            policy,
+            clock,
+            max_files_per_cycle=settings.max_files_per_cycle,
+            costs=costs if costs is not None else published_costs(adapter),
+        )
         self.retry = RetryRule(max_attempts=settings.max_attempts, backoff_s=settings.retry_backoff_s)
         # events taken from the adapter but not yet committed: the adapter delivers each once
         self._unapplied: list[Event] = []
@@ -111,13 +119,16 @@ class Cycle:
         if online:
             self._retry_lookups(report)
             self._push_cancels(report)
-        snapshot = self._snapshot(capacity, online)
-        report.tapes_with_work = len(snapshot.tapes)
-        report.in_flight = snapshot.in_flight
-        report.plan = self.policy.plan(snapshot)
-        if not online:
-            return  # an outage stops submission; the plan is kept for the report (its waiting reasons)
-        self._claim_and_submit(self._within_cycle_budget(report.plan), report)
+        # an outage stops submission; the plan is still made for the report (its waiting reasons)
+        dispatch = self.path.run(capacity, online, submit=online)
+        report.tapes_with_work = len(dispatch.snapshot.tapes)
+        report.in_flight = dispatch.snapshot.in_flight
+        report.plan = dispatch.plan
+        report.claimed = dispatch.claimed
+        report.batches_submitted = dispatch.batches_submitted
+        report.files_submitted = dispatch.files_submitted
+        report.returned_to_queue = dispatch.returned_to_queue
+        report.errors.extend(dispatch.errors)
 
     # --- events -------------------------------------------------------------------------------------------
 
@@ -206,95 +217,6 @@ class Cycle:
         with transaction(self.session_factory) as session:
             report.cancelled, report.cancel_requeued = q.settle_cancelled(session, stopped, self.clock.now())
 
-    # --- plan ---------------------------------------------------------------------------------------------
-
-    def _snapshot(self, capacity: Capacity, online: bool) -> Snapshot:
-        now = self.clock.now()
-        with transaction(self.session_factory) as session:
-            demand = q.read_demand(session, now)
-        library = LibraryView(
-            online=online,
-            drives_total=capacity.drives_total,
-            drives_free=capacity.drives_free,
-            queue_slots=dict(capacity.queue_slots),
-            mounted_tapes=capacity.mounted_tapes,
-        )
-        return Snapshot(
-            now=now,
-            tapes=demand.tapes,
-            library=library,
-            in_flight=demand.in_flight,
-            in_flight_tapes=demand.in_flight_tapes,
-        )
-
-    def _within_cycle_budget(self, plan: Plan) -> list[Selection]:
-        """The plan cut to max_files_per_cycle: a bound on one cycle's transaction, whatever the policy."""
-        budget = self.settings.max_files_per_cycle
-        kept: list[Selection] = []
-        for selection in plan.selections:
-            if budget <= 0:
-                break
-            take = min(selection.max_files, budget)
-            kept.append(replace(selection, max_files=take))
-            budget -= take
-        return kept
-
-    # --- claim, submit, record ----------------------------------------------------------------------------
-
-    def _claim_and_submit(self, selections: Sequence[Selection], report: CycleReport) -> None:
-        if not selections:
-            return
-        now = self.clock.now()
-        batches: list[tuple[Batch, tuple[int, ...]]] = []
-        with transaction(self.session_factory) as session:
-            for selection in selections:
-                claim_key = uuid.uuid4().hex
-                claimed = q.claim(session, selection, claim_key, now)
-                batches.extend(_batches(selection, claimed, claim_key))
-                report.claimed += len(claimed)
-            q.mark_requests_started(session, [i for _, ids in batches for i in ids], now)
-
-        accepted: list[q.HandedOver] = []
-        refused: list[int] = []
-        for batch, file_ids in batches:  # no transaction is open here
-            try:
-                self.adapter.submit(batch)
-            except Exception as exc:
-                log.warning("batch refused, its files go back to the queue", batch=batch.key, error=str(exc))
-                report.errors.append(f"submit {batch.key}: {exc}")
-                refused.extend(file_ids)
-                continue
-            accepted.append(q.HandedOver(batch_key=batch.key, tape=batch.tape, file_ids=file_ids))
-
-        with transaction(self.session_factory) as session:
-            report.files_submitted = q.record_handed_over(session, accepted, self.clock.now())
-            report.returned_to_queue = q.return_to_queue(session, refused)
-        report.batches_submitted = len(accepted)
-
     def _note(self, report: CycleReport, step: str, exc: Exception) -> None:
         log.warning("adapter call failed", step=step, error=str(exc))
         report.errors.append(f"{step}: {exc}")
-
-
-def _batches(
-    selection: Selection, claimed: Sequence[q.ClaimedFile], claim_key: str
-) -> list[tuple[Batch, tuple[int, ...]]]:
-    """A batch per tape (and class of service) in the claimed order, or one per file when the plan says so.
-    Keys: the claim's uuid, with a suffix when the claim makes several batches; file keys are file ids."""
-    groups: dict[tuple[str, str], list[q.ClaimedFile]] = {}
-    if selection.one_file_per_batch:
-        groups = {(str(f.id), f.tape): [f] for f in claimed}
-    else:
-        for f in claimed:
-            groups.setdefault((f.tape, f.service_class), []).append(f)
-    out: list[tuple[Batch, tuple[int, ...]]] = []
-    for n, files in enumerate(groups.values()):
-        key = claim_key if len(groups) == 1 else f"{claim_key}-{n}"
-        batch = Batch(
-            key=key,
-            tape=files[0].tape,
-            files=tuple(BatchFile(str(f.id), f.path, f.position_bytes, f.size_bytes) for f in files),
-            service_class=files[0].service_class,
-        )
-        out.append((batch, tuple(f.id for f in files)))
-    return out

@@ -1,0 +1,53 @@
+"""What the scheduler's planning path exchanges with a queue store, whichever it is (database rows in the
+service, memory in the replay): the demand a snapshot is made of, the files a claim took, the batches the
+library accepted."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from carousel.domain.planning import GroupUsage, TapeDemand, TapeInFlight
+
+
+@dataclass(frozen=True, slots=True)
+class QueueDemand:
+    """The queue as a policy needs it: one entry per tape with work, and what is in flight."""
+
+    tapes: tuple[TapeDemand, ...]
+    in_flight: int
+    in_flight_tapes: tuple[TapeInFlight, ...] = ()
+    usage: tuple[GroupUsage, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedFile:
+    id: int
+    path: str
+    tape: str
+    position_bytes: int
+    size_bytes: int
+    service_class: str
+    queued_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class HandedOver:
+    """One batch the adapter accepted: its key and tape, and the ids of its files."""
+
+    batch_key: str
+    tape: str
+    file_ids: tuple[int, ...]
+
+
+def split_mount_time(mounts: Iterable[tuple[float, Mapping[str, int]]]) -> tuple[GroupUsage, ...]:
+    """Fair share accounting: each mount's drive seconds split between groups in proportion to the files of
+    each that it started reading; the totals per group, by group name."""
+    used: dict[str, float] = defaultdict(float)
+    for seconds, files in mounts:
+        total = sum(files.values())
+        for group, count in files.items():
+            used[group] += seconds * count / total
+    return tuple(GroupUsage(group, drive_s) for group, drive_s in sorted(used.items()))

@@ -1,0 +1,160 @@
+"""The planning path shared by the service's cycle and the trace replay: snapshot, plan, cut to the cycle's
+budget, claim, hand the batches to the library with no transaction open, record what it accepted.
+
+Only the queue store differs between the two (`carousel.scheduler.queue_store`). Claim keys come from an
+injected factory (uuids in the service, a counter in the replay, so a replay is reproducible to the byte).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol, runtime_checkable
+
+import structlog
+
+from carousel.domain.clock import Clock
+from carousel.domain.planning import LibraryCosts, LibraryView, Plan, Selection, Snapshot
+from carousel.domain.queue import ClaimedFile, HandedOver
+from carousel.scheduler.queue_store import QueueStore
+from hsm_adapters.base import Batch, BatchFile, Capacity, HsmAdapter
+from policies.base import Policy
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(slots=True)
+class Dispatch:
+    """What one pass of the planning path did."""
+
+    snapshot: Snapshot
+    plan: Plan
+    claimed: int = 0
+    batches_submitted: int = 0
+    files_submitted: int = 0
+    returned_to_queue: int = 0  # claimed, but the adapter refused the batch
+    errors: list[str] = field(default_factory=list)
+
+
+def uuid_keys() -> str:
+    return uuid.uuid4().hex
+
+
+@runtime_checkable
+class PublishesCosts(Protocol):
+    """An adapter that knows its library's cost figures (mount, unmount, rate, locate) says so."""
+
+    def library_costs(self) -> LibraryCosts: ...
+
+
+def published_costs(adapter: HsmAdapter) -> LibraryCosts | None:
+    return adapter.library_costs() if isinstance(adapter, PublishesCosts) else None
+
+
+class PlanningPath:
+    def __init__(
+        self,
+        store: QueueStore,
+        adapter: HsmAdapter,
+        policy: Policy,
+        clock: Clock,
+        *,
+        max_files_per_cycle: int,
+        costs: LibraryCosts | None = None,
+        new_key: Callable[[], str] = uuid_keys,
+    ) -> None:
+        self.store = store
+        self.adapter = adapter
+        self.policy = policy
+        self.clock = clock
+        self.max_files_per_cycle = max_files_per_cycle
+        self.costs = costs
+        self.new_key = new_key
+
+    def snapshot(self, capacity: Capacity, online: bool) -> Snapshot:
+        now = self.clock.now()
+        demand = self.store.demand(now)
+        library = LibraryView(
+            online=online,
+            drives_total=capacity.drives_total,
+            drives_free=capacity.drives_free,
+            queue_slots=dict(capacity.queue_slots),
+            mounted_tapes=capacity.mounted_tapes,
+            costs=self.costs,
+        )
+        return Snapshot(
+            now=now,
+            tapes=demand.tapes,
+            library=library,
+            in_flight=demand.in_flight,
+            in_flight_tapes=demand.in_flight_tapes,
+            usage=demand.usage,
+        )
+
+    def run(self, capacity: Capacity, online: bool, *, submit: bool = True) -> Dispatch:
+        """One pass; with submit=False (an outage) the plan is made for its waiting reasons only."""
+        snapshot = self.snapshot(capacity, online)
+        dispatch = Dispatch(snapshot=snapshot, plan=self.policy.plan(snapshot))
+        if submit:
+            self._claim_and_submit(self.within_cycle_budget(dispatch.plan), dispatch)
+        return dispatch
+
+    def within_cycle_budget(self, plan: Plan) -> list[Selection]:
+        """The plan cut to max_files_per_cycle: a bound on one cycle's transaction, whatever the policy."""
+        budget = self.max_files_per_cycle
+        kept: list[Selection] = []
+        for selection in plan.selections:
+            if budget <= 0:
+                break
+            take = min(selection.max_files, budget)
+            kept.append(replace(selection, max_files=take))
+            budget -= take
+        return kept
+
+    def _claim_and_submit(self, selections: Sequence[Selection], dispatch: Dispatch) -> None:
+        if not selections:
+            return
+        claims = self.store.claim(selections, self.new_key, self.clock.now())
+        batches = [b for selection, key, files in claims for b in batches_of(selection, files, key)]
+        dispatch.claimed = sum(len(files) for _, _, files in claims)
+
+        accepted: list[HandedOver] = []
+        refused: list[int] = []
+        for batch, file_ids in batches:  # no transaction is open here
+            try:
+                self.adapter.submit(batch)
+            except Exception as exc:
+                log.warning("batch refused, its files go back to the queue", batch=batch.key, error=str(exc))
+                dispatch.errors.append(f"submit {batch.key}: {exc}")
+                refused.extend(file_ids)
+                continue
+            accepted.append(HandedOver(batch_key=batch.key, tape=batch.tape, file_ids=file_ids))
+        dispatch.files_submitted, dispatch.returned_to_queue = self.store.handed_over(
+            accepted, refused, self.clock.now()
+        )
+        dispatch.batches_submitted = len(accepted)
+
+
+def batches_of(
+    selection: Selection, claimed: Sequence[ClaimedFile], claim_key: str
+) -> list[tuple[Batch, tuple[int, ...]]]:
+    """A batch per tape (and class of service) in the claimed order, or one per file when the plan says so.
+    Keys: the claim's key, with a suffix when the claim makes several batches; file keys are file ids."""
+    groups: dict[tuple[str, str], list[ClaimedFile]] = {}
+    if selection.one_file_per_batch:
+        groups = {(str(f.id), f.tape): [f] for f in claimed}
+    else:
+        for f in claimed:
+            groups.setdefault((f.tape, f.service_class), []).append(f)
+    out: list[tuple[Batch, tuple[int, ...]]] = []
+    for n, files in enumerate(groups.values()):
+        key = claim_key if len(groups) == 1 else f"{claim_key}-{n}"
+        batch = Batch(
+            key=key,
+            tape=files[0].tape,
+            files=tuple(BatchFile(str(f.id), f.path, f.position_bytes, f.size_bytes) for f in files),
+            service_class=files[0].service_class,
+        )
+        out.append((batch, tuple(f.id for f in files)))
+    return out

@@ -1,0 +1,78 @@
+"""The queue store the planning path works over: database rows in the service, memory in the replay.
+
+Only the store differs between the two (ARCHITECTURE rule 3): the snapshot, the policy, the cut to the cycle's
+budget, the claim's selection semantics and the batches handed to the library are the same code
+(`carousel.scheduler.planning_path`). Each method is one transaction of the store's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from carousel.db import queue_queries as q
+from carousel.db.engine import transaction
+from carousel.db.usage_queries import DEFAULT_WINDOW_S, group_usage
+from carousel.domain.planning import Selection
+from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand
+
+# one claim: the selection, the claim key its files were stamped with, and the files in the selection's order
+Claim = tuple[Selection, str, list[ClaimedFile]]
+
+
+class QueueStore(Protocol):
+    def demand(self, now: datetime) -> QueueDemand:
+        """Per tape: due queued work and files in flight; drive time per group over the accounting window."""
+        ...
+
+    def claim(
+        self, selections: Sequence[Selection], new_key: Callable[[], str], now: datetime
+    ) -> list[Claim]:
+        """QUEUED -> CLAIMED for each selection in turn (one key each), in one transaction; requests with a
+        claimed file have started."""
+        ...
+
+    def handed_over(
+        self, accepted: Sequence[HandedOver], refused: Sequence[int], now: datetime
+    ) -> tuple[int, int]:
+        """CLAIMED -> SUBMITTED for the accepted batches (recording each recall), CLAIMED -> QUEUED for the
+        refused files, in one transaction. Returns (files submitted, files returned to the queue)."""
+        ...
+
+
+class DatabaseQueueStore:
+    """The service's store: the scheduler's SQL (carousel.db.queue_queries), a short transaction a call."""
+
+    def __init__(
+        self, session_factory: sessionmaker[Session], *, usage_window_s: float = DEFAULT_WINDOW_S
+    ) -> None:
+        self.session_factory = session_factory
+        self.usage_window_s = usage_window_s
+
+    def demand(self, now: datetime) -> QueueDemand:
+        with transaction(self.session_factory) as session:
+            demand = q.read_demand(session, now)
+            usage = group_usage(session, now, self.usage_window_s)
+        return QueueDemand(demand.tapes, demand.in_flight, demand.in_flight_tapes, usage)
+
+    def claim(
+        self, selections: Sequence[Selection], new_key: Callable[[], str], now: datetime
+    ) -> list[Claim]:
+        claims: list[Claim] = []
+        with transaction(self.session_factory) as session:
+            for selection in selections:
+                key = new_key()
+                claims.append((selection, key, q.claim(session, selection, key, now)))
+            q.mark_requests_started(session, [f.id for _, _, files in claims for f in files], now)
+        return claims
+
+    def handed_over(
+        self, accepted: Sequence[HandedOver], refused: Sequence[int], now: datetime
+    ) -> tuple[int, int]:
+        with transaction(self.session_factory) as session:
+            submitted = q.record_handed_over(session, accepted, now)
+            returned = q.return_to_queue(session, refused)
+        return submitted, returned
