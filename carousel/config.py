@@ -75,6 +75,11 @@ class Settings(BaseSettings):
     retry_backoff_s: float = Field(default=600.0, ge=0)
     claim_timeout_s: float = Field(default=300.0, gt=0)  # a CLAIMED file older than this is recovered
 
+    # Tape REST status documents of at least status_cache_min_files files are kept this long (0: never);
+    # clients poll big requests, and the scheduler's progress may show up this much later.
+    status_cache_s: float = Field(default=1.0, ge=0)
+    status_cache_min_files: int = Field(default=1000, ge=0)
+
     limits: Limits = Field(default_factory=Limits)
     # Callers without credentials act as the user "anonymous". Off: every call needs authentication.
     anonymous: bool = True

@@ -8,9 +8,10 @@ from fastapi import FastAPI
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.api import health, native, tape_rest
-from carousel.api.body_limit import ContentLengthLimit
+from carousel.api.body_limit import BodyLimit
 from carousel.api.context import AppContext
 from carousel.api.problems import install_problem_handlers
+from carousel.api.status_cache import StatusCache
 from carousel.config import Settings
 from carousel.domain.clock import Clock
 from hsm_adapters.base import HsmAdapter
@@ -36,15 +37,19 @@ def create_app(
         description=DESCRIPTION,
         redirect_slashes=False,  # gfal2 posts to /stage/ and /archiveinfo/: both forms are served as they are
         strict_content_type=False,  # clients that send JSON without a Content-Type are still understood
-        max_body_size=settings.limits.max_body_bytes,
     )
+    status_cache = StatusCache(ttl_s=settings.status_cache_s, min_files=settings.status_cache_min_files)
     app.state.context = AppContext(
-        settings=settings, adapter=adapter, clock=clock, session_factory=session_factory
+        settings=settings,
+        adapter=adapter,
+        clock=clock,
+        session_factory=session_factory,
+        status_cache=status_cache,
     )
     install_problem_handlers(app)
     app.include_router(health.router)
     app.include_router(tape_rest.discovery)
     app.include_router(tape_rest.router)
     app.include_router(native.router)
-    app.add_middleware(ContentLengthLimit, max_body_bytes=settings.limits.max_body_bytes)
+    app.add_middleware(BodyLimit, max_body_bytes=settings.limits.max_body_bytes)
     return app

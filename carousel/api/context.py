@@ -6,18 +6,21 @@ response is sent, and rolls back when it raises. `current_caller` is the one pla
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session, sessionmaker
 
+from carousel.api.status_cache import StatusCache
 from carousel.config import Settings
 from carousel.domain.clock import Clock
 from carousel.domain.errors import Unauthorized
 from carousel.intake.model import ANONYMOUS, Caller
 from hsm_adapters.base import HsmAdapter
+
+_AFTER_COMMIT = "carousel.after_commit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +29,7 @@ class AppContext:
     adapter: HsmAdapter
     clock: Clock
     session_factory: sessionmaker[Session]
+    status_cache: StatusCache
 
 
 def app_context(request: Request) -> AppContext:
@@ -34,8 +38,16 @@ def app_context(request: Request) -> AppContext:
 
 
 def db_session(request: Request) -> Iterator[Session]:
-    with app_context(request).session_factory() as session, session.begin():
-        yield session
+    with app_context(request).session_factory() as session:
+        with session.begin():
+            yield session
+        for callback in session.info.pop(_AFTER_COMMIT, ()):
+            callback()
+
+
+def after_commit(session: Session, callback: Callable[[], None]) -> None:
+    """Run callback once the route's transaction has committed (not at all if it rolls back)."""
+    session.info.setdefault(_AFTER_COMMIT, []).append(callback)
 
 
 def current_caller(request: Request) -> Caller:

@@ -3,11 +3,19 @@ and activity, paged per-file status, counts by state, and the caller's own reque
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from carousel.api.context import Context, CurrentCaller, DbSession, current_caller, public_base_url
+from carousel.api.context import (
+    Context,
+    CurrentCaller,
+    DbSession,
+    after_commit,
+    current_caller,
+    public_base_url,
+)
 from carousel.api.native_schemas import (
     FileOut,
     FilePageOut,
@@ -122,6 +130,7 @@ def cancel(
     cancel_case.cancel(
         session, context.clock, caller, request_id, paths, max_path_bytes=limits.max_path_length
     )
+    after_commit(session, partial(context.status_cache.invalidate, request_id))
     return _summary_out(status_case.summary(session, caller, request_id))
 
 
@@ -140,4 +149,5 @@ def release(
 @router.delete("/requests/{request_id}", status_code=200, response_class=Response)
 def delete(request_id: str, context: Context, session: DbSession, caller: CurrentCaller) -> Response:
     cancel_case.delete(session, context.clock, caller, request_id)
+    after_commit(session, partial(context.status_cache.invalidate, request_id))
     return Response(status_code=200)

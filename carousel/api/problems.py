@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from http import HTTPStatus
@@ -18,6 +19,14 @@ from carousel.domain.errors import DomainError, TooManyRequests, Unauthorized
 log = logging.getLogger(__name__)
 
 PROBLEM_JSON = "application/problem+json"
+
+
+class AsciiJSONResponse(JSONResponse):
+    """JSON with every non-ASCII character escaped: text echoed from a client (a path with a lone surrogate,
+    say) always encodes."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, separators=(",", ":")).encode("ascii")
 
 
 def problem_response(
@@ -40,7 +49,7 @@ def problem_response(
         body["field"] = field
     if extra:
         body.update(extra)
-    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=dict(headers or {}))
+    return AsciiJSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=dict(headers or {}))
 
 
 def field_name(loc: Sequence[int | str]) -> str:
@@ -108,9 +117,6 @@ def install_problem_handlers(app: FastAPI) -> None:
             detail = f"no such resource: {request.url.path}"
         elif exc.status_code == 405:
             detail = f"{request.method} is not allowed on {request.url.path}"
-        elif exc.status_code == 413:
-            limit = request.app.state.context.settings.limits.max_body_bytes
-            detail = f"the request body is over the limit of {limit} bytes"
         return problem_response(exc.status_code, detail=detail, headers=exc.headers)
 
     @app.exception_handler(Exception)

@@ -16,8 +16,8 @@ class _Lenient(BaseModel):
 
 class StageFileIn(_Lenient):
     path: str
-    # Accepted for compatibility; disk copies here live until released, whatever lifetime is asked for.
-    diskLifetime: int | str | None = None  # noqa: N815 (the standard's spelling)
+    # Accepted and not acted on: disk copies here live until released, whatever lifetime is asked for.
+    diskLifetime: Any = None  # noqa: N815 (the standard's spelling)
     targetedMetadata: Any = None  # noqa: N815 (metadata for other endpoints is ignored)
 
 

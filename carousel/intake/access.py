@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from sqlalchemy.orm import Session
 
 from carousel.db import intake_queries as q
@@ -10,9 +12,28 @@ from carousel.domain.errors import NotFound
 from carousel.intake.model import Caller, RequestInfo
 
 
-def owned_request(session: Session, caller: Caller, request_id: str) -> StageRequest:
-    request = q.get_request(session, request_id) if len(request_id) <= 36 else None
+def is_request_id(text: str) -> bool:
+    """Request ids are UUIDs in their canonical form; anything else names no request (and is not sent to
+    the database, which may refuse some characters outright)."""
+    if len(text) != 36:
+        return False
+    try:
+        return str(uuid.UUID(text)) == text
+    except ValueError:
+        return False
+
+
+def find_owned_request(session: Session, caller: Caller, request_id: str) -> StageRequest | None:
+    """The caller's live request of that id, or None."""
+    request = q.get_request(session, request_id) if is_request_id(request_id) else None
     if request is None or request.owner != caller.name or request.state == RequestState.DELETED.value:
+        return None
+    return request
+
+
+def owned_request(session: Session, caller: Caller, request_id: str) -> StageRequest:
+    request = find_owned_request(session, caller, request_id)
+    if request is None:
         raise NotFound(f"no request {request_id[:80]!r}", field="id")
     return request
 

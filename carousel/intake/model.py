@@ -75,9 +75,9 @@ class RequestInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class RequestStatus:
+class StatusDocument:
     request: RequestInfo
-    files: tuple[FileStatus, ...]
+    files_json: str  # a JSON array of {"path", "state", "error"?, "startedAt"?, "finishedAt"?}
 
 
 @dataclass(frozen=True, slots=True)

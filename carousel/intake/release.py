@@ -13,10 +13,9 @@ from collections.abc import Sequence
 from sqlalchemy.orm import Session
 
 from carousel.db import intake_queries as q
-from carousel.db.models import RequestState
 from carousel.domain.clock import Clock
 from carousel.domain.errors import InvalidInput
-from carousel.intake.access import owned_request
+from carousel.intake.access import find_owned_request, owned_request
 from carousel.intake.cancel import paths_of_request
 from carousel.intake.model import Caller
 from carousel.intake.paths import normalise_paths
@@ -32,10 +31,7 @@ def release(
     field: str = "paths",
     max_path_bytes: int,
 ) -> None:
-    request = q.get_request(session, request_id) if len(request_id) <= 36 else None
-    known = (
-        request is not None and request.owner == caller.name and request.state != RequestState.DELETED.value
-    )
+    known = find_owned_request(session, caller, request_id) is not None
     if known:
         paths = paths_of_request(session, request_id, raw_paths, field=field, max_path_bytes=max_path_bytes)
     else:

@@ -15,7 +15,14 @@ from carousel.db.models import RequestState
 from carousel.domain.errors import InvalidInput
 from carousel.domain.states import TapeRestState
 from carousel.intake.access import owned_request, request_info
-from carousel.intake.model import Caller, FilePage, FileStatus, RequestPage, RequestStatus, RequestSummary
+from carousel.intake.model import (
+    Caller,
+    FilePage,
+    FileStatus,
+    RequestPage,
+    RequestSummary,
+    StatusDocument,
+)
 
 _FINAL = {TapeRestState.COMPLETED, TapeRestState.FAILED, TapeRestState.CANCELLED}
 
@@ -32,10 +39,10 @@ def _file_status(row: Any) -> FileStatus:
     )
 
 
-def request_status(session: Session, caller: Caller, request_id: str) -> RequestStatus:
+def request_status_document(session: Session, caller: Caller, request_id: str) -> StatusDocument:
+    """The request, and its files as the Tape REST API lists them (JSON rendered by the database)."""
     request = owned_request(session, caller, request_id)
-    files = tuple(_file_status(row) for row in q.link_status_rows(session, request.id))
-    return RequestStatus(request_info(request), files)
+    return StatusDocument(request_info(request), q.status_files_json(session, request.id))
 
 
 def file_page(

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from carousel.db import intake_queries as q
-from carousel.db.models import LinkState
 from carousel.domain.clock import Clock
 from carousel.domain.errors import InvalidInput, TooLarge
 from carousel.domain.states import FileState
@@ -46,23 +45,15 @@ def _lookup(adapter: HsmAdapter, paths: Sequence[str]) -> list[LookupResult]:
     return results
 
 
-def _new_file(result: LookupResult) -> q.NewFile:
-    match result:
-        case OnTape(path=path, tape=tape, position_bytes=position, size_bytes=size, on_disk=on_disk):
-            state = FileState.STAGED if on_disk else FileState.QUEUED
-            return q.NewFile(path, state, tape, position, size, None, on_disk)
-        case NotOnTape(path=path, reason=reason):
-            return q.NewFile(path, FileState.FAILED, None, None, None, reason, False)
-        case Unknown(path=path, reason=reason):
-            return q.NewFile(path, FileState.UNRESOLVED, None, None, None, reason, False)
-
-
-def _link_state(row: q.UpsertedFile) -> LinkState:
-    if row.state is FileState.STAGED and row.on_disk:
-        return LinkState.COMPLETED
-    if row.state is FileState.FAILED:
-        return LinkState.FAILED
-    return LinkState.PENDING
+def _new_file(ordinal: int, path: str, answer: LookupResult) -> q.NewFile:
+    if isinstance(answer, OnTape):
+        state = FileState.STAGED if answer.on_disk else FileState.QUEUED
+        return q.NewFile(
+            path, ordinal, state, answer.tape, answer.position_bytes, answer.size_bytes, None, answer.on_disk
+        )
+    if isinstance(answer, NotOnTape):
+        return q.NewFile(path, ordinal, FileState.FAILED, None, None, None, answer.reason, False)
+    return q.NewFile(path, ordinal, FileState.UNRESOLVED, None, None, None, answer.reason, False)
 
 
 def validated_paths(order: StageOrder, *, max_files: int, max_path_bytes: int) -> list[str]:
@@ -90,7 +81,8 @@ def submit(
 ) -> Submitted:
     """Queue the order. Nothing is written when the order is refused."""
     paths = validated_paths(order, max_files=max_files, max_path_bytes=max_path_bytes)
-    found = [_new_file(result) for result in _lookup(adapter, paths)]
+    answers = _lookup(adapter, paths)
+    found = [_new_file(i, path, answer) for i, (path, answer) in enumerate(zip(paths, answers, strict=True))]
 
     now = clock.now()
     request_id = str(uuid.uuid4())
@@ -107,22 +99,6 @@ def submit(
         client_info=order.client_info,
         now=now,
     )
-    rows = q.upsert_files(session, found, group=group, priority=order.priority, now=now)
-    links = []
-    for ordinal, path in enumerate(paths):
-        row = rows[path]
-        state = _link_state(row)
-        links.append(
-            {
-                "request_id": request_id,
-                "ordinal": ordinal,
-                "file_id": row.id,
-                "path": path,
-                "state": state.value,
-                "error": row.error if state is LinkState.FAILED else None,
-                "finished_at": None if state is LinkState.PENDING else now,
-            }
-        )
-    q.insert_links(session, links)
+    q.queue_files(session, request_id, found, group=group, priority=order.priority, now=now)
     q.finish_request_if_done(session, request_id, now)
     return Submitted(request_id, len(paths))
