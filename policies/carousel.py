@@ -79,29 +79,35 @@ class CarouselPolicy:
         mounted = set(snapshot.library.mounted_tapes) if options.keep_mounted else set()
         drives = snapshot.library.drives_total
 
-        candidates = [
-            self._candidate(t, t.tape in busy or t.tape in mounted, costs, now) for t in snapshot.tapes
-        ]
-        starving_without_drive = any(c.starving and c.tape.tape not in busy for c in candidates)
+        joining = sorted((t for t in snapshot.tapes if t.tape in busy), key=lambda t: t.tape)
+        others = [t for t in snapshot.tapes if t.tape not in busy]
+        # the oldest tape without a drive decides whether anyone starves, and when someone will
+        oldest = min((t.oldest for t in others), default=None)
+        starving_since = now - timedelta(seconds=options.max_wait_s)
+        starving_without_drive = oldest is not None and oldest <= starving_since
 
         selections: list[Selection] = []
         waiting: dict[str, str] = {}
-        in_use = len(busy)
-        ranked: list[_Candidate] = []
-        for candidate in candidates:
-            if candidate.tape.tape in busy:
-                if starving_without_drive and not candidate.starving:
-                    waiting[candidate.tape.tape] = (
-                        "not joining its mount: a tape waiting too long needs a drive"
-                    )
-                else:
-                    selections.append(self._selection(candidate.tape))
+        for tape in joining:
+            if starving_without_drive and tape.oldest > starving_since:
+                waiting[tape.tape] = "not joining its mount: a tape waiting too long needs a drive"
             else:
-                ranked.append(candidate)
+                selections.append(self._selection(tape))
 
         wake_at: datetime | None = None
+        in_use = len(busy)
+        if in_use >= drives:
+            # nothing to rank: every other tape waits, and only a tape starting to starve changes that
+            waiting.update(dict.fromkeys((t.tape for t in others), "no free drive"))
+            if oldest is not None and joining:
+                wake_at = _earliest(None, oldest + timedelta(seconds=options.max_wait_s), now)
+            return Plan(selections=tuple(selections), waiting=waiting, wake_at=wake_at)
+
+        ranked = sorted(
+            (self._candidate(t, t.tape in mounted, costs, now) for t in others), key=_Candidate.key
+        )
         fixed_s = costs.mount_s + costs.unmount_s
-        for candidate in sorted(ranked, key=_Candidate.key):
+        for candidate in ranked:
             tape = candidate.tape
             if in_use >= drives:
                 waiting[tape.tape] = f"no free drive (score {candidate.score:.3g})"

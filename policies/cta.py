@@ -56,7 +56,9 @@ class CtaPolicy:
         waiting: dict[str, str] = {}
         candidates: list[TapeDemand] = []
         wake_at: datetime | None = None
-        for tape in snapshot.tapes:
+        for tape in sorted(
+            snapshot.tapes, key=lambda t: t.tape
+        ):  # plans never depend on the snapshot's order
             session = sessions.get(tape.tape)
             if session is not None:
                 self._feed_session(
