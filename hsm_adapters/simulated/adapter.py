@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from carousel.domain.clock import Clock
 from carousel.domain.errors import ConfigError, Unavailable
+from carousel.domain.planning import LibraryCosts
 from hsm_adapters.base import (
     Batch,
     CancelResult,
@@ -35,6 +36,7 @@ from hsm_adapters.base import (
     Unknown,
 )
 from hsm_adapters.simulated.catalogue import generate_catalogue, load_catalogue_csv
+from hsm_adapters.simulated.costs import library_costs
 from hsm_adapters.simulated.faults import FaultPlan, fault_plan_from_mapping, load_fault_plan
 from hsm_adapters.simulated.library import Discipline, Library, SimEvent
 from hsm_adapters.simulated.physics import TapePhysics
@@ -138,6 +140,10 @@ class SimulatedAdapter:
     def health(self) -> Health:
         with self._lock:
             return self.library.health(self.advance())
+
+    def library_costs(self) -> LibraryCosts:
+        """The library's cost figures for policies (the scheduler looks for this method)."""
+        return library_costs(self.library.physics)
 
     def close(self) -> None:
         with self._lock:

@@ -224,3 +224,11 @@ def test_catalogue_from_csv(clock: ManualClock, tmp_path: Path) -> None:
     )
     adapter = make_adapter(clock, catalogue=str(csv))
     assert adapter.lookup(["/a/2.root"]) == [OnTape("/a/2.root", "TAPE01", 1000, 2000)]
+
+
+def test_publishes_the_library_costs_of_its_physics(clock: ManualClock) -> None:
+    adapter = make_adapter(clock, profile="lto8")
+    costs = adapter.library_costs()
+    physics = adapter.library.physics
+    assert costs.mount_s == physics.mount_s()
+    assert costs.rate_bytes_per_s == physics.profile.rate_bytes_per_s
