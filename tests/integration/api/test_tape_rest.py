@@ -211,3 +211,29 @@ def test_archive_info_never_fails_for_too_many_paths(
     answer = response.json()
     assert [e.get("locality") for e in answer[:2]] == ["TAPE", "TAPE"]
     assert "limit of 2 paths" in answer[2]["error"]
+
+
+def test_small_status_documents_are_always_fresh(
+    api: SyncApi, library_paths: list[str], session_factory: sessionmaker[Session]
+) -> None:
+    request_id = stage(api, library_paths[:2])
+    assert api.get(f"/api/v1/stage/{request_id}").json()["files"][0]["state"] == "SUBMITTED"
+    _mark_staged(session_factory, library_paths[:1])
+    assert api.get(f"/api/v1/stage/{request_id}").json()["files"][0]["state"] == "COMPLETED"
+
+
+def test_a_cached_status_is_dropped_by_a_cancel(
+    make_api: Callable[..., SyncApi], library_paths: list[str], session_factory: sessionmaker[Session]
+) -> None:
+    api = make_api(status_cache_s=3600, status_cache_min_files=1)
+    request_id = stage(api, library_paths[:2])
+    first = api.get(f"/api/v1/stage/{request_id}").json()
+    _mark_staged(session_factory, library_paths[:1])  # the scheduler's progress shows up only later
+    assert api.get(f"/api/v1/stage/{request_id}").json() == first
+    assert (
+        api.post(f"/api/v1/stage/{request_id}/cancel", json={"paths": [library_paths[1]]}).status_code == 200
+    )
+    states = [f["state"] for f in api.get(f"/api/v1/stage/{request_id}").json()["files"]]
+    assert states == ["COMPLETED", "CANCELLED"]
+    assert api.delete(f"/api/v1/stage/{request_id}").status_code == 200
+    assert_problem(api.get(f"/api/v1/stage/{request_id}"), 404)
