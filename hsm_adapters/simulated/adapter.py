@@ -64,8 +64,9 @@ class SimulatedAdapter:
         self._lookup_timeout_s = lookup_timeout_s
         self._t0 = clock.now() - timedelta(seconds=library.now / scale)
         self._seq = 0
-        self._pending: deque[Event] = deque()
+        self._pending: deque[Event] = deque()  # converted, not yet delivered, in seq order
         self._sink: EventSink | None = None
+        self._pushing = False
         self._lock = threading.RLock()
         self._closed = False
 
@@ -130,8 +131,7 @@ class SimulatedAdapter:
     def set_sink(self, sink: EventSink | None) -> None:
         with self._lock:
             self._sink = sink
-            while sink is not None and self._pending:
-                sink(self._pending.popleft())
+            self._push()
 
     def capacity(self) -> Capacity:
         with self._lock:
@@ -159,23 +159,35 @@ class SimulatedAdapter:
     def _deliver(self, events: list[SimEvent]) -> None:
         for sim in events:
             self._seq += 1
-            event = Event(
-                kind=sim.kind,
-                at=self.clock_time(sim.t),
-                seq=self._seq,
-                tape=sim.tape,
-                drive=sim.drive,
-                file_key=sim.file_key,
-                path=sim.path,
-                batch_key=sim.batch_key,
-                bytes=sim.bytes,
-                reason=sim.reason,
-                retryable=sim.retryable,
+            self._pending.append(
+                Event(
+                    kind=sim.kind,
+                    at=self.clock_time(sim.t),
+                    seq=self._seq,
+                    tape=sim.tape,
+                    drive=sim.drive,
+                    file_key=sim.file_key,
+                    path=sim.path,
+                    batch_key=sim.batch_key,
+                    bytes=sim.bytes,
+                    reason=sim.reason,
+                    retryable=sim.retryable,
+                )
             )
-            if self._sink is not None:
-                self._sink(event)
-            else:
-                self._pending.append(event)
+        self._push()
+
+    def _push(self) -> None:
+        """Hand pending events to the sink in seq order. A sink that calls the adapter again only queues
+        more behind them (the outer call keeps pushing); one that raises keeps its event for the next call."""
+        if self._sink is None or self._pushing:
+            return
+        self._pushing = True
+        try:
+            while self._pending and self._sink is not None:
+                self._sink(self._pending[0])
+                self._pending.popleft()
+        finally:
+            self._pushing = False
 
 
 # --- options and factory ------------------------------------------------------------------------------------

@@ -232,3 +232,27 @@ def test_publishes_the_library_costs_of_its_physics(clock: ManualClock) -> None:
     physics = adapter.library.physics
     assert costs.mount_s == physics.mount_s()
     assert costs.rate_bytes_per_s == physics.profile.rate_bytes_per_s
+
+
+def test_a_sink_that_calls_back_still_sees_events_in_order(clock: ManualClock) -> None:
+    adapter = make_adapter(clock)
+    files = entries(adapter)[:3]
+    received: list[Event] = []
+
+    def sink(event: Event) -> None:
+        received.append(event)
+        if event.kind is EventKind.FILE_STAGED and event.file_key == "f0":
+            adapter.cancel(["f2"])  # re-enters the adapter from inside a delivery
+
+    adapter.set_sink(sink)
+    adapter.submit(batch_of("b1", files))
+    clock.advance((single_recall_s(adapter, files[0]) + 1) / SCALE)  # f0 staged, f1 being read
+    adapter.advance()
+    clock.advance(3600)
+    adapter.advance()
+    assert [e.seq for e in received] == list(range(1, len(received) + 1))
+    times = [e.at for e in received]
+    assert times == sorted(times)
+    kinds = [(e.kind, e.file_key) for e in received]
+    assert (EventKind.FILE_CANCELLED, "f2") in kinds and (EventKind.FILE_STAGED, "f1") in kinds
+    assert (EventKind.FILE_STARTED, "f2") not in kinds
