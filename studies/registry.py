@@ -18,6 +18,7 @@ StudyRunner = Callable[[Path, Progress], StudyResult]
 
 _STUDY_MODULES: dict[str, str] = {
     "worker-disks": "studies.worker_disks",
+    "tape-efficiency": "studies.tape_efficiency",
 }
 
 
