@@ -1,0 +1,131 @@
+"""The studies' HTML report and the `carousel study` command."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from carousel.cli_study import study
+from carousel.domain.clock import ManualClock
+from carousel.domain.errors import InvalidInput
+from studies.figures import new_figure, save_png
+from studies.registry import study_names
+from studies.report import REPORT_FILE, StudyRun, build_report, render_report, select_studies
+from studies.result import Comparison, FigureFile, StudyResult, write_comparisons_csv, write_csv
+
+
+class _Links(HTMLParser):
+    """Collects every img src and a href of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.images: list[str] = []
+        self.links: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if tag == "img" and values.get("src"):
+            self.images.append(values["src"] or "")
+        if tag == "a" and values.get("href"):
+            self.links.append(values["href"] or "")
+
+
+def links_of(page: str) -> _Links:
+    parser = _Links()
+    parser.feed(page)
+    return parser
+
+
+def small_study(out_dir: Path) -> StudyResult:
+    """A study result over real files: one figure, one table, one agreeing and one disagreeing row."""
+    figure = new_figure(4.0, 3.0)
+    axes = figure.subplots()
+    axes.plot([1, 2, 3], [3, 1, 2])
+    png = save_png(figure, out_dir / "small" / "curve.png")
+    table = write_csv(out_dir / "small" / "points.csv", ("x", "y"), [(1, 3.0), (2, 1.0)])
+    rows = (
+        Comparison("efficiency <84 MB>", "003.txt", 8.0, 8.0, 7.9, "%", 1.0, "fitted"),
+        Comparison("observed rate", "003.txt", 15.0, 15.0, 21.4, "MB/s", 2.7, "predicted", "model & seed"),
+    )
+    return StudyResult(
+        name="small",
+        title="A small study",
+        tables=(table,),
+        figures=(FigureFile(png, "A curve <with> a caption"),),
+        comparisons=rows,
+        findings=("a finding with <markup> & an ampersand",),
+    )
+
+
+def test_the_page_links_every_figure_and_table_relatively(tmp_path: Path) -> None:
+    result = small_study(tmp_path)
+    combined = write_comparisons_csv(result.comparisons, tmp_path / "published_vs_reproduced.csv")
+    page = render_report([StudyRun(result, 1.5)], tmp_path, combined, "2026-01-01 00:00 UTC")
+    links = links_of(page)
+    assert links.images == ["small/curve.png"]
+    assert "small/points.csv" in links.links
+    assert "published_vs_reproduced.csv" in links.links
+    for target in (*links.images, *[link for link in links.links if not link.startswith("#")]):
+        assert (tmp_path / target).is_file(), target
+
+
+def test_the_page_escapes_text_and_marks_disagreements(tmp_path: Path) -> None:
+    result = small_study(tmp_path)
+    combined = write_comparisons_csv(result.comparisons, tmp_path / "published_vs_reproduced.csv")
+    page = render_report([StudyRun(result, 1.5)], tmp_path, combined, "now")
+    assert "<markup>" not in page and "&lt;markup&gt; &amp; an ampersand" in page
+    assert "efficiency &lt;84 MB&gt;" in page
+    assert "1 of 2 published figures reproduced within tolerance" in page
+    assert len(re.findall(r'<tr class="disagrees">', page)) == 1
+    assert "+6.4" in page  # 21.4 against 15: the difference column
+
+
+def test_studies_are_selected_by_name_or_all() -> None:
+    assert select_studies("all") == study_names()
+    assert select_studies(["tape-efficiency", "tape-efficiency"]) == ("tape-efficiency",)
+    with pytest.raises(InvalidInput, match="unknown study 'tape'"):
+        select_studies("tape")
+    with pytest.raises(InvalidInput, match="no study"):
+        select_studies([])
+
+
+def test_the_command_refuses_an_unknown_study_before_running_anything(tmp_path: Path) -> None:
+    app = typer.Typer()
+    app.command("study")(study)
+    result = CliRunner().invoke(app, ["nothing-like-it", "--out", str(tmp_path / "out")])
+    assert isinstance(result.exception, InvalidInput)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_the_command_builds_the_whole_report(tmp_path: Path) -> None:
+    app = typer.Typer()
+    app.command("study")(study)
+    result = CliRunner().invoke(app, ["all", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    page = (tmp_path / REPORT_FILE).read_text(encoding="utf-8")
+    links = links_of(page)
+    assert len(links.images) >= 6 + 5  # tape efficiency and worker disks
+    for target in (*links.images, *[link for link in links.links if not link.startswith("#")]):
+        assert (tmp_path / target).is_file(), target
+    for name in study_names():
+        assert f'id="{name}"' in page
+
+
+@pytest.mark.slow
+def test_build_report_tells_progress_per_study(tmp_path: Path) -> None:
+    seen: list[tuple[str, int, int]] = []
+    clock = ManualClock(datetime(2026, 5, 1, tzinfo=UTC))
+    index = build_report(
+        "tape-efficiency", tmp_path, lambda name, step, done, total: seen.append((name, done, total)), clock
+    )
+    assert index == tmp_path / REPORT_FILE
+    assert {name for name, _, _ in seen} == {"tape-efficiency"}
+    assert seen[-1][1] == seen[-1][2]
+    assert "Generated 2026-05-01 00:00 UTC" in index.read_text(encoding="utf-8")
