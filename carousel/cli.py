@@ -9,6 +9,7 @@ unknown request id, a broken configuration.
 from __future__ import annotations
 
 import signal
+import socket
 import sys
 import threading
 import time
@@ -44,6 +45,7 @@ from policies.registry import build_policy
 NATIVE = "/api/native/v1"
 FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED")
 ERROR_EXIT = 2
+LISTEN_BACKLOG = 2048
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -147,28 +149,43 @@ def _cycle(parts: Parts) -> tuple[Cycle, CycleRunner]:
     return cycle, CycleRunner(cycle.run_once, parts.settings.cycle_interval_s)
 
 
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything is announced, so a taken port is a clear one-line error."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(LISTEN_BACKLOG)
+    except OSError as exc:
+        raise CliFailure(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    return sock
+
+
 def _serve_http(parts: Parts, *, with_scheduler: bool) -> None:
     settings = parts.settings
     api = create_app(
         settings, adapter=parts.adapter, clock=parts.clock, session_factory=parts.session_factory
     )
     runner = _cycle(parts)[1] if with_scheduler else None
-    base = f"http://{settings.host}:{settings.port}"
-    what = "API and scheduler" if with_scheduler else "API"
-    out.print(f"carousel {what} listening on {base} (Tape REST: {base}/api/v1, docs: {base}/docs)")
-    out.print(f"library: {settings.adapter} adapter; database: {_safe_url(settings.database_url)}")
-    if settings.anonymous:
-        out.print("anonymous access is on: anyone who can reach this address can stage files")
-    server = uvicorn.Server(uvicorn.Config(api, host=settings.host, port=settings.port, log_level="warning"))
-    if runner is not None:
-        runner.start()
-    try:
-        server.run()
-    finally:
+    with _listen(settings.host, settings.port) as sock:
+        host, port = sock.getsockname()[:2]
+        base = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        what = "API and scheduler" if with_scheduler else "API"
+        out.print(f"carousel {what} listening on {base} (Tape REST: {base}/api/v1, docs: {base}/docs)")
+        out.print(f"library: {settings.adapter} adapter; database: {_safe_url(settings.database_url)}")
+        if settings.anonymous:
+            out.print("anonymous access is on: anyone who can reach this address can stage files")
+        server = uvicorn.Server(uvicorn.Config(api, log_level="warning"))
         if runner is not None:
-            runner.stop()
-    if not server.started:
-        raise CliFailure(f"could not listen on {settings.host}:{settings.port}")
+            runner.start()
+        try:
+            server.run(sockets=[sock])
+        finally:
+            if runner is not None:
+                runner.stop()
 
 
 def _safe_url(url: str) -> str:

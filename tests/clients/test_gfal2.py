@@ -65,7 +65,7 @@ def _toml(tmp: Path, port: int) -> Path:
         f"""database_url = "sqlite:///{tmp / "carousel.sqlite3"}"
 host = "127.0.0.1"
 port = {port}
-cycle_interval_s = 0.2
+cycle_interval_s = 0.5  # reads finish within one gfal poll interval (1 s); an abort right after a submit wins
 
 [adapter_options]
 profile = "{LIBRARY["profile"]}"

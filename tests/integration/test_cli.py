@@ -203,3 +203,23 @@ def test_no_command_shows_help():
     code, out, _ = cli()
     assert code == 0
     assert "submit" in out and "serve" in out
+
+
+def test_serve_refuses_an_old_schema(tmp_path: Path):
+    env = {"CAROUSEL_DATABASE_URL": f"sqlite:///{tmp_path / 'empty.sqlite3'}"}
+    code, _, err = cli("serve", "--port", "0", env=env)
+    assert "run `carousel db upgrade`" in one_line_error(code, err)
+
+
+def test_serve_on_a_taken_port_says_so(tmp_path: Path, sqlite_template: Path):
+    database = tmp_path / "serve.sqlite3"
+    database.write_bytes(sqlite_template.read_bytes())
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, out, err = cli(
+            "serve", "--port", str(port), env={"CAROUSEL_DATABASE_URL": f"sqlite:///{database}"}
+        )
+    assert f"cannot listen on 127.0.0.1:{port}" in one_line_error(code, err)
+    assert "listening" not in out  # nothing announced
