@@ -398,8 +398,13 @@ def link_status_query(request_id: str) -> Select[Any]:
             LINKS.c.path,
             client_state_expression().label("client_state"),
             case((pending, FILES.c.error), else_=LINKS.c.error).label("error"),
+            # An ended link knows when it ended; when it started is the file's, while the file still
+            # holds the recall that ended it (a later request may have queued the file anew).
             case(
-                (pending, func.coalesce(FILES.c.started_at, FILES.c.submitted_at, FILES.c.claimed_at)),
+                (
+                    or_(pending, LINKS.c.finished_at == FILES.c.finished_at),
+                    func.coalesce(FILES.c.started_at, FILES.c.submitted_at, FILES.c.claimed_at),
+                ),
                 else_=None,
             ).label("started_at"),
             case((pending, FILES.c.finished_at), else_=LINKS.c.finished_at).label("finished_at"),

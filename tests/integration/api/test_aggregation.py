@@ -46,6 +46,9 @@ def test_fifty_overlapping_requests_share_one_row_and_recall_per_file(
     run_until(make_cycle(session_factory, library, clock), clock, everything_answered)
     for request_id, paths in zip(requests, wanted, strict=True):
         assert _states(api, request_id) == dict.fromkeys(paths, "COMPLETED")
+    document = api.get(f"/api/v1/stage/{requests[0]}").json()
+    for entry in document["files"]:
+        assert document["createdAt"] <= entry["startedAt"] <= entry["finishedAt"] <= document["completedAt"]
     with session_factory() as session:
         recalls = Counter(session.scalars(select(Recall.file_id)))
         assert len(recalls) == len(distinct)
