@@ -10,7 +10,7 @@ from collections.abc import Callable
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from carousel.db.models import QueuedFileRow, Recall, RequestFile
+from carousel.db.models import QueuedFileRow, Recall, RequestFile, StageRequest
 from carousel.domain.clock import ManualClock
 from carousel.domain.states import FileState
 from hsm_adapters.simulated.adapter import SimulatedAdapter
@@ -41,11 +41,14 @@ def test_fifty_overlapping_requests_share_one_row_and_recall_per_file(
         assert _states(api, request_id) == dict.fromkeys(paths, "SUBMITTED")
 
     def everything_answered() -> bool:
-        return all("completedAt" in api.get(f"/api/v1/stage/{request_id}").json() for request_id in requests)
+        with session_factory() as session:
+            active = select(func.count()).select_from(StageRequest).where(StageRequest.state == "ACTIVE")
+            return session.scalar(active) == 0
 
     run_until(make_cycle(session_factory, library, clock), clock, everything_answered)
     for request_id, paths in zip(requests, wanted, strict=True):
         assert _states(api, request_id) == dict.fromkeys(paths, "COMPLETED")
+        assert "completedAt" in api.get(f"/api/v1/stage/{request_id}").json()
     document = api.get(f"/api/v1/stage/{requests[0]}").json()
     for entry in document["files"]:
         assert document["createdAt"] <= entry["startedAt"] <= entry["finishedAt"] <= document["completedAt"]
