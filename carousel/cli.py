@@ -155,11 +155,15 @@ def _listen(host: str, port: int) -> socket.socket:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )[0]
-        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise CliFailure(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    sock = socket.socket(family, kind, proto)
+    try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
         sock.listen(LISTEN_BACKLOG)
     except OSError as exc:
+        sock.close()
         raise CliFailure(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     return sock
 
