@@ -223,3 +223,11 @@ def test_serve_on_a_taken_port_says_so(tmp_path: Path, sqlite_template: Path):
         )
     assert f"cannot listen on 127.0.0.1:{port}" in one_line_error(code, err)
     assert "listening" not in out  # nothing announced
+
+
+def test_scheduler_once_runs_one_cycle(tmp_path: Path, sqlite_template: Path):
+    database = tmp_path / "once.sqlite3"
+    database.write_bytes(sqlite_template.read_bytes())
+    code, out, err = cli("scheduler", "--once", env={"CAROUSEL_DATABASE_URL": f"sqlite:///{database}"})
+    assert code == 0, err
+    assert "health ONLINE" in out and "claimed 0" in out
