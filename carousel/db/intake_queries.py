@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session
 from carousel.db.models import (
     LinkState,
     QueuedFileRow,
+    RequestAlias,
     RequestFile,
     RequestState,
     StageRequest,
@@ -47,6 +48,7 @@ from carousel.domain.states import FileState, TapeRestState
 FILES = cast(Table, QueuedFileRow.__table__)
 LINKS = cast(Table, RequestFile.__table__)
 REQUESTS = cast(Table, StageRequest.__table__)
+ALIASES = cast(Table, RequestAlias.__table__)
 
 _FINAL = [FileState.STAGED.value, FileState.FAILED.value, FileState.CANCELLED.value]
 
@@ -88,6 +90,7 @@ def insert_request(
     files_total: int,
     client_info: str | None,
     now: datetime,
+    colocation: str | None = None,
 ) -> None:
     session.execute(
         REQUESTS.insert().values(
@@ -100,9 +103,23 @@ def insert_request(
             state=RequestState.ACTIVE.value,
             files_total=files_total,
             client_info=client_info,
+            colocation=colocation,
             created_at=now,
         )
     )
+
+
+def insert_alias(session: Session, alias: str, request_id: str) -> None:
+    session.execute(ALIASES.insert().values(alias=alias, request_id=request_id))
+
+
+def request_of_alias(session: Session, alias: str) -> StageRequest | None:
+    """The request an alias names (whoever owns it), or None."""
+    return session.scalars(
+        select(StageRequest)
+        .join(ALIASES, ALIASES.c.request_id == StageRequest.id)
+        .where(ALIASES.c.alias == alias)
+    ).one_or_none()
 
 
 # The request's files as a table `t`, from one JSON array of rows (one parameter, parsed by the database:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 
 from sqlalchemy.orm import Session
@@ -31,6 +32,29 @@ def find_owned_request(session: Session, caller: Caller, request_id: str) -> Sta
     return request
 
 
+# What an alias may hold: safe in a URL path as it is (XRootD's request ids are hex digits, ':' and '.').
+ALIAS_PATTERN = r"^[A-Za-z0-9_.:@+=-]+$"
+ALIAS_MAX_LENGTH = 256
+_ALIAS = re.compile(ALIAS_PATTERN)
+
+
+def is_alias(text: str) -> bool:
+    """Whether text has the form of an alias (anything else names no alias and is not sent to the
+    database). A request id has that form too: ids are looked up first."""
+    return len(text) <= ALIAS_MAX_LENGTH and _ALIAS.match(text) is not None
+
+
+def resolve_request_id(session: Session, caller: Caller, name: str) -> str:
+    """The id of the caller's live request that `name` is an alias of; else `name` itself (an id, or a
+    name that then is not found, named as the client wrote it: whose alias it is stays unsaid)."""
+    if is_request_id(name) or not is_alias(name):
+        return name
+    request = q.request_of_alias(session, name)
+    if request is None or request.owner != caller.name or request.state == RequestState.DELETED.value:
+        return name
+    return request.id
+
+
 def owned_request(session: Session, caller: Caller, request_id: str) -> StageRequest:
     request = find_owned_request(session, caller, request_id)
     if request is None:
@@ -51,4 +75,5 @@ def request_info(request: StageRequest) -> RequestInfo:
         created_at=request.created_at,
         started_at=request.started_at,
         completed_at=request.completed_at,
+        colocation=request.colocation,
     )

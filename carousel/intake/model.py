@@ -47,6 +47,8 @@ class StageOrder:
     group: str | None = None  # None: the caller's default group
     activity: str = "default"
     client_info: str | None = None
+    alias: str | None = None  # another name the client will use for the request (XRootD's request id)
+    colocation: str | None = None  # a hint: stage these files together, near this path
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +74,7 @@ class RequestInfo:
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
+    colocation: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

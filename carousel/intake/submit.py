@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from carousel.db import intake_queries as q
 from carousel.domain.clock import Clock
-from carousel.domain.errors import InvalidInput, TooLarge
+from carousel.domain.errors import Conflict, InvalidInput, TooLarge
 from carousel.domain.states import FileState
 from carousel.intake.model import Caller, StageOrder
 from carousel.intake.paths import normalise_paths
@@ -81,6 +81,8 @@ def submit(
 ) -> Submitted:
     """Queue the order. Nothing is written when the order is refused."""
     paths = validated_paths(order, max_files=max_files, max_path_bytes=max_path_bytes)
+    if order.alias is not None and q.request_of_alias(session, order.alias) is not None:
+        raise Conflict(f"alias {order.alias!r} already names a request", field="alias")
     answers = _lookup(adapter, paths)
     found = [_new_file(i, path, answer) for i, (path, answer) in enumerate(zip(paths, answers, strict=True))]
 
@@ -98,7 +100,10 @@ def submit(
         files_total=len(paths),
         client_info=order.client_info,
         now=now,
+        colocation=order.colocation,
     )
+    if order.alias is not None:
+        q.insert_alias(session, order.alias, request_id)
     q.queue_files(session, request_id, found, group=group, priority=order.priority, now=now)
     q.finish_request_if_done(session, request_id, now)
     return Submitted(request_id, len(paths))
