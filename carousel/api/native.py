@@ -32,6 +32,7 @@ from carousel.intake import cancel as cancel_case
 from carousel.intake import release as release_case
 from carousel.intake import status as status_case
 from carousel.intake import submit as submit_case
+from carousel.intake.access import resolve_request_id
 from carousel.intake.model import Api, RequestSummary, StageOrder
 
 PREFIX = "/api/native/v1"
@@ -48,6 +49,14 @@ _PROBLEMS: dict[int | str, dict[str, Any]] = {
 router = APIRouter(
     prefix=PREFIX, tags=["native"], responses=_PROBLEMS, dependencies=[Depends(current_caller)]
 )
+
+
+def _resolved_request_id(request_id: str, session: DbSession, caller: CurrentCaller) -> str:
+    """The `{request_id}` of a route, an alias given at submit replaced by the request's id."""
+    return resolve_request_id(session, caller, request_id)
+
+
+RequestId = Annotated[str, Depends(_resolved_request_id)]
 
 
 def _summary_out(summary: RequestSummary) -> SummaryOut:
@@ -72,6 +81,8 @@ def submit(
         priority=body.priority,
         group=body.group,
         activity=body.activity,
+        alias=body.alias,
+        colocation=body.colocation,
     )
     limits = context.settings.limits
     submitted = submit_case.submit(
@@ -101,13 +112,13 @@ def list_requests(
 
 
 @router.get("/requests/{request_id}", response_model=SummaryOut)
-def get_request(request_id: str, session: DbSession, caller: CurrentCaller) -> SummaryOut:
+def get_request(request_id: RequestId, session: DbSession, caller: CurrentCaller) -> SummaryOut:
     return _summary_out(status_case.summary(session, caller, request_id))
 
 
 @router.get("/requests/{request_id}/files", response_model=FilePageOut)
 def list_files(
-    request_id: str,
+    request_id: RequestId,
     *,
     context: Context,
     session: DbSession,
@@ -123,7 +134,11 @@ def list_files(
 
 @router.post("/requests/{request_id}/cancel", response_model=SummaryOut)
 def cancel(
-    request_id: str, context: Context, session: DbSession, caller: CurrentCaller, body: PathsIn | None = None
+    request_id: RequestId,
+    context: Context,
+    session: DbSession,
+    caller: CurrentCaller,
+    body: PathsIn | None = None,
 ) -> SummaryOut:
     paths = body.paths if body is not None else None
     limits = context.settings.limits
@@ -136,7 +151,11 @@ def cancel(
 
 @router.post("/requests/{request_id}/release", response_model=SummaryOut)
 def release(
-    request_id: str, context: Context, session: DbSession, caller: CurrentCaller, body: PathsIn | None = None
+    request_id: RequestId,
+    context: Context,
+    session: DbSession,
+    caller: CurrentCaller,
+    body: PathsIn | None = None,
 ) -> SummaryOut:
     paths = body.paths if body is not None else None
     limits = context.settings.limits
@@ -147,7 +166,7 @@ def release(
 
 
 @router.delete("/requests/{request_id}", status_code=200, response_class=Response)
-def delete(request_id: str, context: Context, session: DbSession, caller: CurrentCaller) -> Response:
+def delete(request_id: RequestId, context: Context, session: DbSession, caller: CurrentCaller) -> Response:
     cancel_case.delete(session, context.clock, caller, request_id)
     after_commit(session, partial(context.status_cache.invalidate, request_id))
     return Response(status_code=200)

@@ -5,12 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from carousel.domain.states import TapeRestState
+from carousel.intake.access import ALIAS_MAX_LENGTH, ALIAS_PATTERN, is_request_id
 from carousel.intake.model import FileStatus, RequestInfo
 
 Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:@+-]+$")]
+# A request id (a UUID) is refused as an alias, so an alias never shadows an id.
+Alias = Annotated[str, Field(min_length=1, max_length=ALIAS_MAX_LENGTH, pattern=ALIAS_PATTERN)]
 
 
 class _Strict(BaseModel):
@@ -24,6 +27,21 @@ class SubmitIn(_Strict):
         default=None, description="fair-share group; default: the caller's first group"
     )
     activity: Name = "default"
+    alias: Alias | None = Field(
+        default=None,
+        description="another name for the request, usable wherever the routes take {id} "
+        "(XRootD's request id); unique; not a UUID",
+    )
+    colocation: str | None = Field(
+        default=None, max_length=256, description="a hint: stage the files together, near this path"
+    )
+
+    @field_validator("alias")
+    @classmethod
+    def _alias_is_not_an_id(cls, value: str | None) -> str | None:
+        if value is not None and is_request_id(value.lower()):
+            raise ValueError("an alias must not have the form of a request id (a UUID)")
+        return value
 
 
 class PathsIn(_Strict):
@@ -47,6 +65,7 @@ class RequestOut(BaseModel):
     created_at: datetime
     started_at: datetime | None
     completed_at: datetime | None
+    colocation: str | None = None
 
     @classmethod
     def of(cls, info: RequestInfo) -> RequestOut:
@@ -62,6 +81,7 @@ class RequestOut(BaseModel):
             created_at=info.created_at,
             started_at=info.started_at,
             completed_at=info.completed_at,
+            colocation=info.colocation,
         )
 
 
