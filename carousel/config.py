@@ -3,15 +3,20 @@ and CAROUSEL_* environment variables (weakest first: defaults, TOML file, enviro
 
 The TOML file is named by CAROUSEL_CONFIG; nested values use "__" in environment variable names, for example
 CAROUSEL_LIMITS__MAX_BODY_BYTES=1048576 or CAROUSEL_ADAPTER_OPTIONS__DRIVES=4.
+
+The simulated library's options are merged onto the embedded defaults, key by key at every depth, so
+CAROUSEL_ADAPTER_OPTIONS__SCALE=1000 changes the scale and keeps the default profile, drives and catalogue
+(a plain dict field would be replaced whole). A catalogue given as a CSV replaces the generated one.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -19,9 +24,11 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from carousel.auth.settings import AuthSettings
 from carousel.domain.errors import ConfigError
 
 CONFIG_FILE_ENV = "CAROUSEL_CONFIG"
+DEFAULT_ADAPTER = "simulated"
 
 
 def default_adapter_options() -> dict[str, Any]:
@@ -32,6 +39,28 @@ def default_adapter_options() -> dict[str, Any]:
         "catalogue": {"generate": {"seed": 1, "cartridges": 200, "files_per_cartridge": 50}},
         "scale": 100.0,
     }
+
+
+def deep_merge(base: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """`given` onto `base`: tables present in both merge key by key; any other value in `given` wins."""
+    merged = dict(base)
+    for key, value in given.items():
+        below = merged.get(key)
+        if isinstance(below, Mapping) and isinstance(value, Mapping):
+            merged[key] = deep_merge(below, value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def simulated_options_onto_defaults(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The simulated library's options as given, over the embedded defaults. The catalogue is one of
+    `generate` or `csv`: a CSV catalogue replaces the default generated one instead of merging into it."""
+    defaults = default_adapter_options()
+    catalogue = given.get("catalogue")
+    if catalogue is not None and not (isinstance(catalogue, Mapping) and "csv" not in catalogue):
+        del defaults["catalogue"]
+    return deep_merge(defaults, given)
 
 
 class Limits(BaseModel):
@@ -46,6 +75,22 @@ class Limits(BaseModel):
     max_path_length: int = Field(default=4096, gt=1, le=4096)
     max_page_size: int = Field(default=10_000, gt=0)  # native per-file status paging
     max_requests_listed: int = Field(default=1_000, gt=0)  # native request listing paging
+
+
+class Quotas(BaseModel):
+    """Back-pressure, so that one tenant cannot starve the others: over a quota the caller gets 429 with
+    Retry-After. None: no quota. Calls are counted per caller and per the caller's first group, files
+    queued (not yet ended for their requester) per caller and per request group."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_queued_files_per_caller: int | None = Field(default=None, gt=0)
+    max_queued_files_per_group: int | None = Field(default=None, gt=0)
+    queue_full_retry_after_s: int = Field(default=60, gt=0)  # no one knows when a queue drains: a hint
+    caller_calls_per_s: float | None = Field(default=None, gt=0)  # sustained rate (a token bucket)
+    caller_burst: int = Field(default=100, gt=0)  # calls a caller may make at once after a quiet spell
+    group_calls_per_s: float | None = Field(default=None, gt=0)
+    group_burst: int = Field(default=1000, gt=0)
 
 
 class Settings(BaseSettings):
@@ -64,7 +109,7 @@ class Settings(BaseSettings):
     # Base URL announced by the discovery document; None: the scheme, host and port the client used.
     public_url: str | None = None
 
-    adapter: str = "simulated"
+    adapter: str = DEFAULT_ADAPTER
     adapter_options: dict[str, Any] = Field(default_factory=default_adapter_options)
     policy: str = "fifo"
     policy_options: dict[str, Any] = Field(default_factory=dict)
@@ -81,8 +126,24 @@ class Settings(BaseSettings):
     status_cache_min_files: int = Field(default=1000, ge=0)
 
     limits: Limits = Field(default_factory=Limits)
+    quotas: Quotas = Field(default_factory=Quotas)
     # Callers without credentials act as the user "anonymous". Off: every call needs authentication.
     anonymous: bool = True
+    auth: AuthSettings = Field(default_factory=AuthSettings)  # see docs/security.md
+
+    @model_validator(mode="before")
+    @classmethod
+    def _adapter_options_onto_defaults(cls, data: Any) -> Any:
+        """Runs on what the sources gathered (init, environment, TOML, already merged with one another)."""
+        if not isinstance(data, dict):
+            return data
+        given = data.get("adapter_options")
+        if data.get("adapter", DEFAULT_ADAPTER) != DEFAULT_ADAPTER:
+            # the embedded defaults describe the simulated library: another adapter starts from nothing
+            return {**data, "adapter_options": {} if given is None else given}
+        if isinstance(given, Mapping):
+            return {**data, "adapter_options": simulated_options_onto_defaults(given)}
+        return data
 
     @field_validator("public_url")
     @classmethod

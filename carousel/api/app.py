@@ -8,6 +8,7 @@ from fastapi import FastAPI
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.api import health, native, tape_rest
+from carousel.api.auth import install_auth
 from carousel.api.body_limit import BodyLimit
 from carousel.api.context import AppContext
 from carousel.api.problems import install_problem_handlers
@@ -46,6 +47,7 @@ def create_app(
         session_factory=session_factory,
         status_cache=status_cache,
     )
+    install_auth(app.state, settings, clock)
     install_problem_handlers(app)
     app.include_router(health.router)
     app.include_router(tape_rest.discovery)

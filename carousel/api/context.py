@@ -1,7 +1,8 @@
 """What every route needs, held on app.state, and the dependencies that hand it out.
 
 `db_session` is the API's one commit point: the route's work commits when the route returns, before the
-response is sent, and rolls back when it raises. `current_caller` is the one place that says who calls.
+response is sent, and rolls back when it raises. `current_caller` (from carousel.api.auth) is the one place
+that says who calls.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session, sessionmaker
 
+from carousel.api.auth import current_caller as current_caller  # noqa: PLC0414 (re-exported for the routes)
 from carousel.api.status_cache import StatusCache
 from carousel.config import Settings
 from carousel.domain.clock import Clock
-from carousel.domain.errors import Unauthorized
-from carousel.intake.model import ANONYMOUS, Caller
+from carousel.intake.model import Caller
 from hsm_adapters.base import HsmAdapter
 
 _AFTER_COMMIT = "carousel.after_commit"
@@ -48,14 +49,6 @@ def db_session(request: Request) -> Iterator[Session]:
 def after_commit(session: Session, callback: Callable[[], None]) -> None:
     """Run callback once the route's transaction has committed (not at all if it rolls back)."""
     session.info.setdefault(_AFTER_COMMIT, []).append(callback)
-
-
-def current_caller(request: Request) -> Caller:
-    """Today every caller is "anonymous" (when the settings allow anonymous calls). Authentication replaces
-    this one function; the rest of the service only ever sees the Caller it returns."""
-    if app_context(request).settings.anonymous:
-        return ANONYMOUS
-    raise Unauthorized("anonymous calls are turned off and this service has no authentication configured")
 
 
 Context = Annotated[AppContext, Depends(app_context)]

@@ -14,6 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from carousel.auth.errors import Challenged
 from carousel.domain.errors import DomainError, TooManyRequests, Unauthorized
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,9 @@ def install_problem_handlers(app: FastAPI) -> None:
         headers: dict[str, str] = {}
         if isinstance(exc, TooManyRequests):
             headers["Retry-After"] = str(exc.retry_after_s)
-        if isinstance(exc, Unauthorized):
+        if isinstance(exc, Challenged):
+            headers["WWW-Authenticate"] = exc.challenge  # RFC 6750: what the client should do
+        elif isinstance(exc, Unauthorized):
             headers["WWW-Authenticate"] = "Bearer"
         if exc.status >= 500:
             log.error("%s %s: %s", request.method, request.url.path, exc.detail)

@@ -42,6 +42,8 @@ class CompletionReport:
     retried: int = 0
     cancelled: int = 0
     requeued: int = 0  # cancelled by the HSM while someone still wanted the file
+    mounts: int = 0  # MOUNTED events applied
+    bytes_staged: int = 0  # bytes of FILE_STAGED events of our files, late ones included (they were read)
     stale: list[int] = field(default_factory=list)  # seqs about files that had moved on
 
 
@@ -68,6 +70,7 @@ def _apply_one(session: Session, event: Event, retry: RetryRule, report: Complet
     if event.kind is EventKind.MOUNTED:
         if event.tape is not None:
             q.mount_opened(session, event.tape, event.drive, event.at)
+            report.mounts += 1
         return
     if event.kind is EventKind.UNMOUNTED:
         if event.tape is not None:
@@ -107,6 +110,8 @@ def _apply_one(session: Session, event: Event, retry: RetryRule, report: Complet
         )
     if outcome is FileState.STAGED and event.tape is not None:
         q.mount_read(session, event.tape, event.drive, event.bytes)
+    if outcome is FileState.STAGED:
+        report.bytes_staged += event.bytes
 
     # A read that ended on disk is good whichever batch did it; failures and cancels only count for the
     # batch that holds the file now.

@@ -1,0 +1,55 @@
+"""The API's authentication dependencies: `current_caller` (who calls, charged to the rate limits) and
+`require_admin` (the admin role, for admin endpoints). The Authenticator and the RateLimiter are built
+once by the app factory and kept on app.state."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from starlette.datastructures import State
+
+from carousel.api.rate_limit import Rate, RateLimiter
+from carousel.auth.authenticator import Authenticator
+from carousel.auth.errors import InsufficientScope, MissingCredentials
+from carousel.config import Settings
+from carousel.domain.clock import Clock
+from carousel.intake.model import ANONYMOUS, Caller
+
+
+def install_auth(state: State, settings: Settings, clock: Clock) -> None:
+    """Put the authenticator and the rate limiter on the app's state (a ConfigError for bad settings)."""
+    quotas = settings.quotas
+    state.authenticator = Authenticator(settings.auth, anonymous=settings.anonymous, clock=clock)
+    state.rate_limiter = RateLimiter(
+        caller=Rate(quotas.caller_calls_per_s, quotas.caller_burst) if quotas.caller_calls_per_s else None,
+        group=Rate(quotas.group_calls_per_s, quotas.group_burst) if quotas.group_calls_per_s else None,
+        clock=clock,
+    )
+
+
+def current_caller(request: Request) -> Caller:
+    """The caller of this request (401 without valid credentials, unless anonymous calls are allowed),
+    after its call was counted against the rate limits (429 over them)."""
+    state = request.app.state
+    authenticator: Authenticator = state.authenticator
+    caller = authenticator.authenticate(
+        authorization=request.headers.get("authorization"),
+        peer=request.client.host if request.client else None,
+        headers=request.headers,
+    )
+    limiter: RateLimiter = state.rate_limiter
+    limiter.charge(caller)
+    return caller
+
+
+def require_admin(caller: Annotated[Caller, Depends(current_caller)]) -> Caller:
+    """For admin endpoints: 401 to the anonymous caller (credentials would help), 403 to the others."""
+    if caller.grants.admin:
+        return caller
+    if caller.name == ANONYMOUS.name:
+        raise MissingCredentials("this endpoint needs the admin role: send a bearer token that grants it")
+    raise InsufficientScope(f"{caller.name} does not have the admin role")
+
+
+AdminCaller = Annotated[Caller, Depends(require_admin)]

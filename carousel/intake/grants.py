@@ -1,0 +1,94 @@
+"""What a caller's credential allows, and the checks every use case makes against it.
+
+A credential either carries capabilities (WLCG `storage.*` scopes, each with a path) and is held to them,
+or carries none and is limited only by ownership (the anonymous caller, a group-authorised token). Paths
+are compared after normalisation, segment by segment: `/star/data` covers `/star/data` and
+`/star/data/a.root`, never `/star/database`; `/star/data/` (a trailing slash) covers only what is inside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from carousel.domain.errors import Forbidden
+
+
+@dataclass(frozen=True, slots=True)
+class PathScope:
+    """One authorised area: `prefix` is normalised (no trailing slash, "/" for everything)."""
+
+    prefix: str
+    directory_only: bool = False
+
+    def covers(self, path: str) -> bool:
+        if self.prefix == "/":
+            return True
+        if path.startswith(self.prefix + "/"):
+            return True
+        return path == self.prefix and not self.directory_only
+
+
+def covered(scopes: Iterable[PathScope], path: str) -> bool:
+    return any(scope.covers(path) for scope in scopes)
+
+
+@dataclass(frozen=True, slots=True)
+class Grants:
+    """`stage` and `read` are None when the credential is not limited by capabilities; else the areas
+    where files may be staged (and so managed), and where their status may be read (every storage.*
+    scope allows that, as the WLCG profile says of "stat"). `shared_groups`: groups whose requests the
+    caller may see and manage as its own. `any_group`: may name any group in a request, not only its own."""
+
+    stage: tuple[PathScope, ...] | None = None
+    read: tuple[PathScope, ...] | None = None
+    admin: bool = False
+    shared_groups: frozenset[str] = frozenset()
+    any_group: bool = True
+
+    @property
+    def capability_based(self) -> bool:
+        return self.stage is not None or self.read is not None
+
+    def may_stage(self, path: str) -> bool:
+        return self.stage is None or covered(self.stage, path)
+
+    def may_read(self, path: str) -> bool:
+        return self.read is None or covered(self.read, path)
+
+
+UNRESTRICTED = Grants()
+
+
+def require_stage(grants: Grants, paths: Sequence[str], *, field: str) -> None:
+    """Forbidden naming the first path no stage scope covers. `field` formats the path's index."""
+    if grants.stage is None:
+        return
+    for index, path in enumerate(paths):
+        if not covered(grants.stage, path):
+            name = field.format(index)
+            raise Forbidden(
+                f"{name}: the token grants no storage.stage scope covering {path[:200]!r}", field=name
+            )
+
+
+def require_some_stage_scope(grants: Grants, action: str) -> None:
+    """Cancel, release and delete change what is staged: a token with capabilities needs a stage scope."""
+    if grants.stage is not None and not grants.stage:
+        raise Forbidden(f"{action} needs a storage.stage scope, and the token has none")
+
+
+def require_some_read_scope(grants: Grants, action: str) -> None:
+    if grants.read is not None and not grants.read:
+        raise Forbidden(f"{action} needs a storage.* scope, and the token has none")
+
+
+def require_group(grants: Grants, groups: Sequence[str], group: str) -> None:
+    """A caller limited to its own groups may put a request only in one of them ("default" when it has
+    none), so that it cannot spend another group's fair share or queue quota."""
+    if grants.any_group:
+        return
+    allowed = tuple(groups) or ("default",)
+    if group not in allowed:
+        shown = ", ".join(repr(g) for g in allowed[:5])
+        raise Forbidden(f"group {group[:128]!r} is not one of the caller's groups ({shown})", field="group")
