@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from typer.core import TyperGroup
 
 from carousel.api.app import create_app
+from carousel.cli_simulate import simulate
 from carousel.cli_study import study
 from carousel.config import Settings, load_settings
 from carousel.db.engine import check_schema_current, make_engine, make_session_factory, upgrade_to_head
@@ -96,6 +97,7 @@ library_app = typer.Typer(add_completion=False, help="The configured tape librar
 app.add_typer(db_app, name="db")
 app.add_typer(library_app, name="library")
 app.command("study")(study)
+app.command("simulate")(simulate)
 
 
 def _help_without_command(ctx: typer.Context) -> None:

@@ -15,7 +15,8 @@ The cost model (figures from `LibraryView.costs`, the library's physics as plain
   tapes wait to gather work, so mounts carry more files;
 - keep the mounted tape: files that arrive for a tape that is mounted or being read join it at once (late
   binding: the library reads them in head order, those ahead of the head on the way); an idle mounted tape
-  competes for its drive with the pass cost alone.
+  competes for its drive with the pass cost alone. Files whose read failed before never join a mounted
+  tape: they wait for a later mount.
 
 Nothing starves: a tape whose oldest request has waited max_wait_s goes before every other (oldest first),
 skips the patience rule, and while such a tape has no drive, busy tapes take no new files, so drives come
@@ -34,6 +35,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from carousel.domain.planning import LibraryCosts, Plan, ReadOrder, Selection, Snapshot, TapeDemand
 from policies.common import CostOptions, age_s, busy_tapes, costs_of, offline_plan
+
+RETRIES_WAIT = "its files failed on a mount of this tape: they wait for a later one"
 
 
 class CarouselOptions(BaseModel):
@@ -91,8 +94,12 @@ class CarouselPolicy:
         for tape in joining:
             if starving_without_drive and tape.oldest > starving_since:
                 waiting[tape.tape] = "not joining its mount: a tape waiting too long needs a drive"
+            elif tape.retries and tape.oldest <= starving_since:
+                waiting[tape.tape] = "not joining its mount: its retries have waited too long for a new one"
+            elif tape.retries == tape.files:
+                waiting[tape.tape] = RETRIES_WAIT
             else:
-                selections.append(self._selection(tape))
+                selections.append(self._selection(tape, on_drive=True))
 
         wake_at: datetime | None = None
         in_use = len(busy)
@@ -103,8 +110,16 @@ class CarouselPolicy:
                 wake_at = _earliest(None, oldest + timedelta(seconds=options.max_wait_s), now)
             return Plan(selections=tuple(selections), waiting=waiting, wake_at=wake_at)
 
+        for tape in others:
+            if tape.tape in mounted and tape.retries == tape.files:
+                waiting[tape.tape] = RETRIES_WAIT
         ranked = sorted(
-            (self._candidate(t, t.tape in mounted, costs, now) for t in others), key=_Candidate.key
+            (
+                self._candidate(t, t.tape in mounted, costs, now)
+                for t in others
+                if not (t.tape in mounted and t.retries == t.files)
+            ),
+            key=_Candidate.key,
         )
         fixed_s = costs.mount_s + costs.unmount_s
         for candidate in ranked:
@@ -125,11 +140,11 @@ class CarouselPolicy:
                     wake_at = _earliest(wake_at, min(ready, self._starving_at(tape)), now)
                     continue
             in_use += 1
-            selections.append(self._selection(tape))
+            selections.append(self._selection(tape, on_drive=candidate.on_drive))
         return Plan(selections=tuple(selections), waiting=waiting, wake_at=wake_at)
 
     def _candidate(self, tape: TapeDemand, on_drive: bool, costs: LibraryCosts, now: datetime) -> _Candidate:
-        files = min(tape.files, self.options.max_files_per_mount)
+        files = min(tape.files - (tape.retries if on_drive else 0), self.options.max_files_per_mount)
         size = tape.bytes if files == tape.files else tape.bytes * files // tape.files
         service_s = costs.pass_s(files, size) if on_drive else costs.mount_service_s(files, size)
         worth = costs.read_s(size) / service_s if service_s > 0 else 0.0
@@ -153,11 +168,15 @@ class CarouselPolicy:
     def _starving_at(self, tape: TapeDemand) -> datetime:
         return tape.oldest + timedelta(seconds=self.options.max_wait_s)
 
-    def _selection(self, tape: TapeDemand) -> Selection:
+    def _selection(self, tape: TapeDemand, *, on_drive: bool) -> Selection:
+        """A tape's files; on a drive already, those whose read failed before wait for a later mount."""
+        fresh_only = on_drive and tape.retries > 0
+        files = tape.files - tape.retries if fresh_only else tape.files
         return Selection(
             tape=tape.tape,
-            max_files=min(tape.files, self.options.max_files_per_mount),
+            max_files=min(files, self.options.max_files_per_mount),
             order=ReadOrder.POSITION,
+            first_attempts_only=fresh_only,
         )
 
 

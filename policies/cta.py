@@ -47,6 +47,7 @@ class CtaPolicy:
             return offline_plan(snapshot)
         options = self.options
         sessions = {t.tape: t for t in snapshot.in_flight_tapes if t.files > 0}
+        mounted = set(snapshot.library.mounted_tapes)
         in_use: dict[str, int] = {}
         for busy in sessions.values():
             group = main_group(busy.groups)
@@ -64,6 +65,8 @@ class CtaPolicy:
                 self._feed_session(
                     tape, session.files, sum(g.bytes for g in session.groups), selections, waiting
                 )
+            elif tape.tape in mounted and tape.retries == tape.files:
+                waiting[tape.tape] = "still mounted: its files failed on this mount and wait for a later one"
             elif self._eligible(tape, snapshot.now):
                 candidates.append(tape)
             else:
@@ -82,7 +85,9 @@ class CtaPolicy:
             else:
                 free -= 1
                 in_use[group] = in_use.get(group, 0) + 1
-                selections.append(self._batch(tape.tape, tape.files, options.batch_max_bytes))
+                reuse = tape.tape in mounted and tape.retries > 0  # the same mount: retries wait
+                files = tape.files - tape.retries if reuse else tape.files
+                selections.append(self._batch(tape.tape, files, options.batch_max_bytes, fresh_only=reuse))
         return Plan(selections=tuple(selections), waiting=waiting, wake_at=wake_at)
 
     def _eligible(self, tape: TapeDemand, now: datetime) -> bool:
@@ -107,17 +112,23 @@ class CtaPolicy:
         """A mounted (or mounting) tape takes its next batch once less than a batch is in flight."""
         room_files = self.options.batch_max_files - files_in_flight
         room_bytes = self.options.batch_max_bytes - bytes_in_flight
+        fresh = tape.files - tape.retries  # files that failed before wait for a later mount
         if room_files <= 0 or room_bytes <= 0:
             waiting[tape.tape] = "mounted: its current batch is being read"
-            return
-        selections.append(self._batch(tape.tape, min(room_files, tape.files), room_bytes))
+        elif fresh <= 0:
+            waiting[tape.tape] = "mounted: its files failed on this mount and wait for a later one"
+        else:
+            selections.append(
+                self._batch(tape.tape, min(room_files, fresh), room_bytes, fresh_only=tape.retries > 0)
+            )
 
-    def _batch(self, tape: str, files: int, max_bytes: int) -> Selection:
+    def _batch(self, tape: str, files: int, max_bytes: int, *, fresh_only: bool = False) -> Selection:
         return Selection(
             tape=tape,
             max_files=min(files, self.options.batch_max_files),
             order=ReadOrder.POSITION,
             max_bytes=max_bytes,
+            first_attempts_only=fresh_only,
         )
 
 

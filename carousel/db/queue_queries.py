@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, bindparam, exists, func, insert, or_, select, update
+from sqlalchemy import ColumnElement, Select, and_, bindparam, case, exists, func, insert, or_, select, update
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from carousel.db.models import LinkState, QueuedFileRow, Recall, RequestFile, StageRequest
@@ -47,6 +47,7 @@ def read_demand(session: Session, now: datetime) -> QueueDemand:
             func.coalesce(func.sum(F.size_bytes), 0),
             func.min(F.queued_at),
             func.max(F.priority),
+            func.sum(case((F.attempts > 0, 1), else_=0)),
         )
         .where(F.tape.is_not(None))
         .where(or_(F.state.in_(IN_FLIGHT), and_(F.state == FileState.QUEUED.value, _due(now))))
@@ -55,9 +56,9 @@ def read_demand(session: Session, now: datetime) -> QueueDemand:
 
     queued: dict[str, list[_DemandRow]] = defaultdict(list)
     in_flight: dict[str, list[_DemandRow]] = defaultdict(list)
-    for tape, state, service_class, grp, count, size, oldest, priority in rows:
+    for tape, state, service_class, grp, count, size, oldest, priority, retries in rows:
         assert tape is not None  # filtered in the statement
-        row = _DemandRow(service_class, grp, count, int(size or 0), oldest, priority)
+        row = _DemandRow(service_class, grp, count, int(size or 0), oldest, priority, int(retries or 0))
         (queued if state == FileState.QUEUED.value else in_flight)[tape].append(row)
 
     in_flight_tapes = tuple(
@@ -81,6 +82,7 @@ def read_demand(session: Session, now: datetime) -> QueueDemand:
                 service_class=max(sorted(classes), key=lambda c: classes[c]),
                 groups=_groups(parts, with_age=True),
                 in_flight=in_flight_by_tape.get(tape, 0),
+                retries=sum(p.retries for p in parts),
             )
         )
     tapes.sort(key=lambda t: (t.oldest, t.tape))
@@ -97,6 +99,7 @@ class _DemandRow:
     size: int
     oldest: datetime
     priority: int
+    retries: int
 
 
 def _groups(parts: Sequence[_DemandRow], *, with_age: bool) -> tuple[GroupDemand, ...]:
@@ -127,6 +130,8 @@ def _candidates(selection: Selection, now: datetime, *columns: InstrumentedAttri
         query = query.where(F.service_class == selection.service_class)
     if selection.group is not None:
         query = query.where(F.grp == selection.group)
+    if selection.first_attempts_only:
+        query = query.where(F.attempts == 0)
     if selection.order is ReadOrder.POSITION:
         query = query.order_by(F.tape, F.position_bytes, F.id)
     else:

@@ -36,6 +36,7 @@ class TapeDemand:
     service_class: str
     groups: tuple[GroupDemand, ...] = ()
     in_flight: int = 0  # files of this tape already handed to the HSM and not finished
+    retries: int = 0  # of the queued files, those whose read failed before (they want a later mount)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +149,8 @@ class Selection:
     one_file_per_batch: bool = False  # hand files over one by one (the unaggregated baseline)
     service_class: str | None = None
     group: str | None = None  # narrows the selection to the files of one group (fair share)
+    # leave out files whose read failed before, so they wait for a later mount than the one being fed
+    first_attempts_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)

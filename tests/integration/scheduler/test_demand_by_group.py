@@ -66,3 +66,15 @@ def test_a_claim_narrowed_to_a_group_takes_only_its_files(session_factory):
     with session_factory() as session:
         rest = q.read_demand(session, T0)
     assert [(g.group, g.files) for g in rest.tapes[0].groups] == [("atlas", 3)]
+
+
+def test_files_whose_read_failed_are_counted_and_can_be_left_for_a_later_mount(session_factory):
+    failed_before = queued("/a2", "A", 2, T0)
+    failed_before.attempts = 1
+    add_request(session_factory, [queued("/a1", "A", 1, T0), failed_before, queued("/a3", "A", 3, T0)], T0)
+    with session_factory() as session:
+        (tape,) = q.read_demand(session, T0).tapes
+    assert (tape.files, tape.retries) == (3, 1)
+    with transaction(session_factory) as session:
+        claimed = q.claim(session, Selection(tape="A", max_files=10, first_attempts_only=True), "k", T0)
+    assert [f.path for f in claimed] == ["/a1", "/a3"]

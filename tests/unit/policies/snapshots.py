@@ -40,6 +40,7 @@ def tape(
     group: str = "default",
     groups: tuple[GroupDemand, ...] | None = None,
     service_class: str = "default",
+    retries: int = 0,
     now: datetime = T0,
 ) -> TapeDemand:
     oldest = now - timedelta(seconds=age_s)
@@ -51,6 +52,7 @@ def tape(
         max_priority=priority,
         service_class=service_class,
         groups=groups or (GroupDemand(group, files, files * size, oldest=oldest, max_priority=priority),),
+        retries=retries,
     )
 
 
@@ -104,6 +106,7 @@ def snapshots(draw: st.DrawFn, groups: tuple[str, ...] = ("atlas", "cms", "star"
                 age_s=draw(st.floats(min_value=0, max_value=50_000)),
                 priority=draw(st.integers(min_value=0, max_value=3)),
                 group=draw(st.sampled_from(groups)),
+                retries=draw(st.sampled_from([0, 0, 0, 1, files])),
             )
         )
     in_flight_names = draw(st.lists(st.sampled_from(names), unique=True, max_size=8)) if names else []

@@ -108,3 +108,25 @@ def test_a_claim_is_bounded():
 def test_options_are_checked():
     with pytest.raises(ValueError, match="knee"):
         CarouselOptions(knee=1.0)
+
+
+def test_files_whose_read_failed_never_join_a_mount_of_their_tape():
+    policy = carousel()
+    busy_with_retries = policy.plan(snapshot(tape("A", 5, retries=2), in_flight=(busy("A"),)))
+    (join,) = busy_with_retries.selections
+    assert (join.tape, join.max_files, join.first_attempts_only) == ("A", 3, True)
+    only_retries = policy.plan(snapshot(tape("A", 2, retries=2), in_flight=(busy("A"),)))
+    assert only_retries.selections == ()
+    assert "later one" in only_retries.waiting["A"]
+    still_mounted = policy.plan(snapshot(tape("A", 2, retries=2), mounted=("A",)))
+    assert still_mounted.selections == ()
+    unmounted = policy.plan(snapshot(tape("A", 2, retries=2)))
+    assert [(s.max_files, s.first_attempts_only) for s in unmounted.selections] == [(2, False)]
+
+
+def test_a_mount_stops_growing_once_its_retries_have_waited_too_long():
+    plan = carousel(max_wait_s=3600).plan(
+        snapshot(tape("A", 5, retries=1, age_s=3600), in_flight=(busy("A"),))
+    )
+    assert plan.selections == ()
+    assert "retries have waited too long" in plan.waiting["A"]

@@ -72,3 +72,14 @@ def test_a_session_does_not_count_against_free_drives_twice():
         snapshot(tape("A", 1, age_s=10), tape("B", 1, age_s=900), drives=2, in_flight=(busy("A", 1),))
     )
     assert sorted(s.tape for s in plan.selections) == ["A", "B"]
+
+
+def test_a_session_leaves_files_that_failed_for_a_later_mount():
+    policy = cta(batch_max_files=10, batch_max_bytes=GB)
+    plan = policy.plan(snapshot(tape("A", 5, size=MB, retries=2), in_flight=(busy("A", 1, size=MB),)))
+    (selection,) = plan.selections
+    assert (selection.max_files, selection.first_attempts_only) == (3, True)
+    only = policy.plan(snapshot(tape("A", 2, size=MB, retries=2), in_flight=(busy("A", 1, size=MB),)))
+    assert only.selections == () and "later one" in only.waiting["A"]
+    mounted = policy.plan(snapshot(tape("A", 2, size=MB, retries=2, age_s=9000), mounted=("A",)))
+    assert mounted.selections == () and "still mounted" in mounted.waiting["A"]

@@ -1,0 +1,226 @@
+"""Trace replay: the service's planning path over a memory queue, against the simulated library in virtual
+time.
+
+Per tick of the cycle interval, in the service's order: the library's events since the last tick are
+applied (completion), the trace's requests that arrived meanwhile are queued (intake), then one pass of the
+very planning path the service runs (`carousel.scheduler.planning_path`: snapshot, policy, budget, claim,
+hand-over) with the library's health and capacity. The simulated library (`hsm_adapters.simulated`) runs on a
+ManualClock behind the same adapter the service uses.
+
+Ticks where nothing can change are skipped, which is what makes a replay of days take seconds: after a pass
+that claimed nothing, the next pass runs at the first tick at or after the earliest of the next arrival, the
+library's next event, the plan's `wake_at` and the next retry coming due. Until then the snapshot and the
+library stay as they are, and a policy is a function of its snapshot, so the skipped passes would have
+planned nothing either (tests/simulation/test_replay.py checks it against a replay of every tick).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from carousel.domain.clock import ManualClock
+from carousel.domain.errors import ConfigError
+from carousel.scheduler.planning_path import PlanningPath
+from carousel.simulation.library_setup import LibraryFile, LibrarySetup, apply_library_file, default_setup
+from carousel.simulation.memory_store import MemoryQueueStore, Retry
+from carousel.simulation.trace import Trace
+from hsm_adapters.base import Health, HsmAdapter
+from hsm_adapters.simulated.adapter import SimulatedAdapter
+from hsm_adapters.simulated.catalogue import Catalogue, CatalogueInvalid
+from hsm_adapters.simulated.costs import library_costs
+from hsm_adapters.simulated.faults import FaultPlan
+from hsm_adapters.simulated.library import Library, LibraryStats
+from hsm_adapters.simulated.physics import TapePhysics
+from hsm_adapters.simulated.profiles import DriveProfile, load_profile
+from hsm_adapters.simulated.read_order import ShortestLocateFirst
+from policies.registry import build_policy
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # trace second 0
+MAX_VIRTUAL_S = 10 * 365 * 86_400.0  # a replay that has not ended after ten virtual years is stuck
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayConfig:
+    profile: str  # a built-in profile name or a profile file
+    drives: int
+    policy: str
+    policy_options: Mapping[str, Any] = field(default_factory=dict)
+    seed: int = 0  # the fault plan's random draws and the choice of new media
+    library: LibraryFile | None = None
+    library_source: str = "library"
+    cycle_interval_s: float = 2.0  # the service's default
+    max_files_per_cycle: int = 10_000
+    max_attempts: int = 3
+    retry_backoff_s: float = 600.0
+    skip_idle_ticks: bool = True  # False runs a pass at every tick, as the service does (for checks)
+
+
+@dataclass(slots=True)
+class ReplayResult:
+    config: ReplayConfig
+    setup: LibrarySetup
+    profile: DriveProfile
+    physics: TapePhysics
+    trace: Trace
+    store: MemoryQueueStore
+    library: LibraryStats
+    cycles: int  # planning passes run (skipped ticks not counted)
+    ticks: int  # cycle intervals the replay spanned
+
+
+def replay(trace: Trace, config: ReplayConfig) -> ReplayResult:
+    if config.drives < 1:
+        raise ConfigError(f"drives must be at least 1, got {config.drives}")
+    if config.cycle_interval_s <= 0:
+        raise ConfigError(f"cycle interval must be positive, got {config.cycle_interval_s}")
+    profile = load_profile(config.profile)
+    physics = TapePhysics(profile)
+    policy = build_policy(config.policy, config.policy_options)
+    setup = apply_library_file(
+        default_setup(config.policy, config.policy_options), config.library, source=config.library_source
+    )
+    catalogue = _catalogue(trace, profile)
+    clock = ManualClock(EPOCH)
+    library = _library(catalogue, physics, config, setup)
+    adapter: HsmAdapter = SimulatedAdapter(library, clock, scale=1.0)
+    if setup.read_order == "shortest_locate":
+        adapter = ShortestLocateFirst(adapter, physics)
+    store = MemoryQueueStore(
+        Retry(config.max_attempts, config.retry_backoff_s),
+        track_usage="fair_share" in config.policy_options,
+    )
+    counter = itertools.count(1)
+    path = PlanningPath(
+        store,
+        adapter,
+        policy,
+        clock,
+        max_files_per_cycle=config.max_files_per_cycle,
+        costs=library_costs(physics),
+        new_key=lambda: f"c{next(counter)}",
+    )
+
+    rows = trace.rows
+    interval = config.cycle_interval_s
+    arrived = 0
+    tick = 0
+    cycles = 0
+    while True:
+        now_s = tick * interval
+        if now_s > MAX_VIRTUAL_S:
+            raise ConfigError(
+                f"replay stuck: {store.active} files still wait after {now_s:g} s of virtual time"
+            )
+        clock.set(EPOCH + timedelta(seconds=now_s))
+        store.apply(adapter.poll_events())
+        while arrived < len(rows) and rows[arrived].arrival_s <= now_s:
+            row = rows[arrived]
+            store.add(
+                path=row.path,
+                tape=row.tape,
+                position=row.position_bytes,
+                size=row.size_bytes,
+                group=row.group,
+                priority=row.priority,
+                at=EPOCH + timedelta(seconds=row.arrival_s),
+            )
+            arrived += 1
+        if arrived == len(rows) and store.active == 0:
+            break
+        health = adapter.health()
+        online = health is not Health.OFFLINE
+        dispatch = path.run(adapter.capacity(), online, submit=online)
+        cycles += 1
+        if dispatch.claimed or not config.skip_idle_ticks:
+            tick += 1
+            continue
+        upcoming = [
+            rows[arrived].arrival_s if arrived < len(rows) else None,
+            library.next_event_time(),
+            _seconds(dispatch.plan.wake_at),
+            _seconds(store.next_due()),
+        ]
+        soonest = min((t for t in upcoming if t is not None), default=None)
+        if soonest is None or soonest > MAX_VIRTUAL_S:
+            raise ConfigError(
+                f"replay stuck at {now_s:g} s: {store.active} files wait and nothing will change"
+                f" (policy {config.policy}: {next(iter(dispatch.plan.waiting.values()), 'no reason given')})"
+            )
+        tick = max(tick + 1, math.ceil(soonest / interval - 1e-9))
+    ticks = tick
+    # let the library finish its unmounts, so every mount has its end
+    while (t := library.next_event_time()) is not None:
+        # a clock keeps microseconds: round up, or the library would stay just short of its event
+        clock.set(max(clock.now(), EPOCH + timedelta(microseconds=math.ceil(t * 1e6))))
+        store.apply(adapter.poll_events())
+    return ReplayResult(
+        config=config,
+        setup=setup,
+        profile=profile,
+        physics=physics,
+        trace=trace,
+        store=store,
+        library=library.stats(),
+        cycles=cycles,
+        ticks=ticks,
+    )
+
+
+def _seconds(when: datetime | None) -> float | None:
+    return None if when is None else (when - EPOCH).total_seconds()
+
+
+def _catalogue(trace: Trace, profile: DriveProfile) -> Catalogue:
+    first: dict[str, tuple[int, str, int]] = {}
+    for row in trace.rows:
+        first.setdefault(row.path, (row.size_bytes, row.tape, row.position_bytes))
+    paths = list(first)
+    try:
+        return Catalogue(
+            paths,
+            [first[p][0] for p in paths],
+            [first[p][1] for p in paths],
+            [first[p][2] for p in paths],
+            capacity_bytes=profile.capacity_bytes,
+        )
+    except CatalogueInvalid as exc:
+        raise ConfigError(
+            f"{trace.source}: the files do not fit profile {profile.name}'s cartridges:"
+            f" {paths[exc.problem.row]} ({exc.problem.column}): {exc}"
+        ) from exc
+
+
+def _library(
+    catalogue: Catalogue, physics: TapePhysics, config: ReplayConfig, setup: LibrarySetup
+) -> Library:
+    faults = setup.faults
+    if faults is not None and config.seed:
+        faults = FaultPlan(
+            seed=config.seed,
+            read_error_probability=faults.read_error_probability,
+            bad_cartridges=faults.bad_cartridges,
+            bad_cartridge_count=faults.bad_cartridge_count,
+            drive_outages=faults.drive_outages,
+            offline_windows=faults.offline_windows,
+            slow_windows=faults.slow_windows,
+        )
+    tapes = catalogue.tapes
+    new_count = round(setup.new_media_fraction * len(tapes))
+    new_media = random.Random(f"new-media:{config.seed}").sample(tapes, new_count) if new_count else []
+    return Library(
+        catalogue,
+        physics,
+        drives=config.drives,
+        robots=setup.robots,
+        discipline=setup.discipline,
+        queue_depth=setup.queue_depth,
+        faults=faults,
+        new_cartridges=new_media,
+        dismount_delay_s=setup.dismount_delay_s,
+    )

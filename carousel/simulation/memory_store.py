@@ -1,0 +1,468 @@
+"""The replay's queue store: the service's queue semantics over memory.
+
+It answers the planning path exactly as the database store does (`carousel.scheduler.queue_store`): the
+same per-tape demand (due queued files, oldest arrival, highest priority, per group; tapes in flight), the
+same claim order (tape then position then id, or arrival then id), the same byte budget rule, the same
+hand-over. It also plays intake (one recall per path; a later request for a path being recalled joins it,
+one for a path already on disk is answered at once) and completion (the same retry rule as
+`carousel.completion.apply`), and keeps what the outputs need: each request row's outcome and the mounts.
+
+Per tape, queued files are kept in head order and the tape's demand is rebuilt only when it changed, so a
+cycle costs about one step per tape with work.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from carousel.domain.planning import GroupDemand, GroupUsage, ReadOrder, Selection, TapeDemand, TapeInFlight
+from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand, split_mount_time
+from carousel.domain.states import FileState
+from carousel.scheduler.queue_store import Claim
+from hsm_adapters.base import Event, EventKind
+
+SERVICE_CLASS = "default"  # traces carry no class of service
+ACTIVE = frozenset({FileState.QUEUED, FileState.CLAIMED, FileState.SUBMITTED})
+IN_FLIGHT = frozenset({FileState.CLAIMED, FileState.SUBMITTED})
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Failed reads: retried until max_attempts reads have failed, each retry after backoff_s."""
+
+    max_attempts: int
+    backoff_s: float
+
+
+@dataclass(slots=True)
+class RowOutcome:
+    """One trace row (one requester's view of one file), as files.csv reports it."""
+
+    state: FileState | None = None  # None while pending
+    start: datetime | None = None
+    end: datetime | None = None
+    mount: int | None = None
+    drive: str | None = None
+
+
+@dataclass(slots=True)
+class MountRecord:
+    number: int
+    tape: str
+    drive: str | None
+    mounted: datetime
+    requested: datetime | None = None  # when the earliest file read in it was handed to the library
+    unmounted: datetime | None = None
+    files: int = 0
+    bytes: int = 0
+    started_by_group: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _File:
+    id: int
+    path: str
+    tape: str
+    position: int
+    size: int
+    group: str
+    priority: int
+    queued_at: datetime
+    state: FileState = FileState.QUEUED
+    not_before: datetime | None = None
+    attempts: int = 0
+    batch_key: str | None = None
+    submitted_at: datetime | None = None
+    started_at: datetime | None = None
+    mount: int | None = None
+    drive: str | None = None
+    waiters: list[int] = field(default_factory=list)  # rows pending on this recall
+
+
+class _Tape:
+    __slots__ = ("demand", "in_flight", "name", "queued")
+
+    queued: list[tuple[int, int]]
+    in_flight: dict[str, list[int]]
+    demand: TapeDemand | None
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.queued: list[tuple[int, int]] = []  # (position, file id), due files only, head order
+        self.in_flight: dict[str, list[int]] = {}  # group -> [files, bytes]
+        self.demand: TapeDemand | None = None  # cached; None when it must be rebuilt
+
+
+class MemoryQueueStore:
+    """A QueueStore over memory, with intake and completion for the replay."""
+
+    def __init__(self, retry: Retry, *, track_usage: bool = False, usage_window_s: float = 86_400.0) -> None:
+        self.retry = retry
+        self.track_usage = track_usage
+        self.usage_window_s = usage_window_s
+        self.files: list[_File] = []
+        self.rows: list[RowOutcome] = []
+        self.mounts: list[MountRecord] = []
+        self._by_path: dict[str, _File] = {}
+        self._tapes: dict[str, _Tape] = {}
+        self._order: list[str] | None = []  # tapes with work by (oldest, tape); None when it must be rebuilt
+        self._arrival: list[tuple[datetime, int]] = []  # due queued files by (queued_at, id), lazily pruned
+        self._backoff: list[tuple[datetime, int]] = []  # queued files not yet due, by not_before
+        self._open_mounts: dict[tuple[str, str | None], MountRecord] = {}
+        self._flying: set[str] = set()  # tapes with files in flight
+        self._active = 0
+
+    # --- intake -------------------------------------------------------------------------------------------
+
+    def add(
+        self,
+        *,
+        path: str,
+        tape: str,
+        position: int,
+        size: int,
+        group: str,
+        priority: int,
+        at: datetime,
+    ) -> int:
+        """A requester asks for a file at `at`; returns the row number its outcome is kept under."""
+        row = len(self.rows)
+        outcome = RowOutcome()
+        self.rows.append(outcome)
+        file = self._by_path.get(path)
+        if file is not None and file.state in ACTIVE:
+            file.waiters.append(row)
+            if priority > file.priority:
+                file.priority = priority
+                self._touch(file.tape)
+            return row
+        if file is not None and file.state is FileState.STAGED:
+            # on disk already: answered at once, as intake does
+            outcome.state, outcome.start, outcome.end = FileState.STAGED, at, at
+            return row
+        file = _File(
+            id=len(self.files) + 1,
+            path=path,
+            tape=tape,
+            position=position,
+            size=size,
+            group=group,
+            priority=priority,
+            queued_at=at,
+            waiters=[row],
+        )
+        self.files.append(file)
+        self._by_path[path] = file
+        self._active += 1
+        self._enqueue(file)
+        return row
+
+    @property
+    def active(self) -> int:
+        """Recalls not yet final."""
+        return self._active
+
+    # --- QueueStore ---------------------------------------------------------------------------------------
+
+    def demand(self, now: datetime) -> QueueDemand:
+        self._release_due(now)
+        if self._order is None:
+            self._order = sorted(
+                (name for name, tape in self._tapes.items() if tape.queued),
+                key=lambda name: (self._demand_of(self._tapes[name]).oldest, name),
+            )
+        tapes = tuple(self._demand_of(self._tapes[name]) for name in self._order)
+        in_flight_tapes = tuple(
+            TapeInFlight(
+                name,
+                sum(files for files, _ in tape.in_flight.values()),
+                tuple(GroupDemand(g, files, size) for g, (files, size) in sorted(tape.in_flight.items())),
+            )
+            for name, tape in ((name, self._tapes[name]) for name in sorted(self._flying))
+        )
+        return QueueDemand(
+            tapes=tapes,
+            in_flight=sum(t.files for t in in_flight_tapes),
+            in_flight_tapes=in_flight_tapes,
+            usage=self._usage(now) if self.track_usage else (),
+        )
+
+    def claim(
+        self, selections: Sequence[Selection], new_key: Callable[[], str], now: datetime
+    ) -> list[Claim]:
+        self._release_due(now)
+        claims: list[Claim] = []
+        for selection in selections:
+            key = new_key()
+            chosen = self._choose(selection) if selection.max_files > 0 else []
+            for file in chosen:
+                self._unqueue(file)
+                file.state = FileState.CLAIMED
+                file.batch_key = key
+                self._flight(file, +1)
+            claims.append((selection, key, [_claimed(f) for f in chosen]))
+        return claims
+
+    def handed_over(
+        self, accepted: Sequence[HandedOver], refused: Sequence[int], now: datetime
+    ) -> tuple[int, int]:
+        submitted = 0
+        for batch in accepted:
+            for file_id in batch.file_ids:
+                file = self.files[file_id - 1]
+                if file.state is FileState.CLAIMED:
+                    file.state = FileState.SUBMITTED
+                    file.batch_key = batch.batch_key
+                    file.submitted_at = now
+                    submitted += 1
+        returned = 0
+        for file_id in refused:
+            file = self.files[file_id - 1]
+            if file.state is FileState.CLAIMED:
+                self._flight(file, -1)
+                file.state = FileState.QUEUED
+                file.batch_key = None
+                self._enqueue(file)
+                returned += 1
+        return submitted, returned
+
+    # --- completion ---------------------------------------------------------------------------------------
+
+    def apply(self, events: Iterable[Event]) -> None:
+        for event in events:
+            kind = event.kind
+            if kind is EventKind.MOUNTED:
+                record = MountRecord(len(self.mounts) + 1, event.tape or "", event.drive, event.at)
+                self.mounts.append(record)
+                self._open_mounts[(record.tape, record.drive)] = record
+            elif kind is EventKind.UNMOUNTED:
+                closing = self._open_mounts.pop((event.tape or "", event.drive), None)
+                if closing is not None:
+                    closing.unmounted = event.at
+            else:
+                self._apply_file_event(event)
+
+    def _apply_file_event(self, event: Event) -> None:
+        if event.file_key is None or not event.file_key.isdigit():
+            return
+        file = self.files[int(event.file_key) - 1]
+        current = file.state in IN_FLIGHT and (event.batch_key is None or event.batch_key == file.batch_key)
+        if event.kind is EventKind.FILE_STARTED:
+            if current:
+                self._started(file, event)
+            return
+        if event.kind is EventKind.FILE_STAGED:
+            if file.state in IN_FLIGHT:  # a read that reached disk counts whichever batch did it
+                mount = self._open_mounts.get((event.tape or "", event.drive))
+                if mount is not None:
+                    mount.files += 1
+                    mount.bytes += event.bytes
+                self._finish(file, FileState.STAGED, event.at)
+            return
+        if not current:
+            return
+        if event.kind is EventKind.FILE_FAILED:
+            attempts = file.attempts + 1
+            if event.retryable and attempts < self.retry.max_attempts:
+                self._requeue(file, attempts, event.at + timedelta(seconds=self.retry.backoff_s))
+            else:
+                file.attempts = attempts
+                self._finish(file, FileState.FAILED, event.at)
+        else:  # cancelled by the library while its requesters still wait (the replay cancels nothing)
+            self._requeue(file, file.attempts, None)
+
+    def _started(self, file: _File, event: Event) -> None:
+        file.started_at = event.at
+        file.drive = event.drive
+        mount = self._open_mounts.get((event.tape or "", event.drive))
+        if mount is None:
+            return
+        file.mount = mount.number
+        mount.started_by_group[file.group] = mount.started_by_group.get(file.group, 0) + 1
+        if file.submitted_at is not None and (mount.requested is None or file.submitted_at < mount.requested):
+            mount.requested = file.submitted_at
+
+    def _finish(self, file: _File, state: FileState, at: datetime) -> None:
+        self._flight(file, -1)
+        file.state = state
+        self._active -= 1
+        for row in file.waiters:
+            outcome = self.rows[row]
+            outcome.state, outcome.start, outcome.end = state, file.started_at, at
+            outcome.mount, outcome.drive = file.mount, file.drive
+        file.waiters = []
+
+    def _requeue(self, file: _File, attempts: int, not_before: datetime | None) -> None:
+        self._flight(file, -1)
+        file.state = FileState.QUEUED
+        file.attempts = attempts
+        file.batch_key = None
+        file.not_before = not_before
+        file.started_at = file.mount = file.drive = None
+        self._enqueue(file)
+
+    # --- queue bookkeeping --------------------------------------------------------------------------------
+
+    def next_due(self) -> datetime | None:
+        """When the next backed-off file becomes due."""
+        return self._backoff[0][0] if self._backoff else None
+
+    def _tape(self, name: str) -> _Tape:
+        tape = self._tapes.get(name)
+        if tape is None:
+            tape = self._tapes[name] = _Tape(name)
+        return tape
+
+    def _touch(self, name: str) -> None:
+        self._tape(name).demand = None
+        self._order = None
+
+    def _enqueue(self, file: _File) -> None:
+        if file.not_before is not None:
+            heapq.heappush(self._backoff, (file.not_before, file.id))
+            return
+        bisect.insort(self._tape(file.tape).queued, (file.position, file.id))
+        bisect.insort(self._arrival, (file.queued_at, file.id))
+        self._touch(file.tape)
+
+    def _unqueue(self, file: _File) -> None:
+        queued = self._tapes[file.tape].queued
+        del queued[bisect.bisect_left(queued, (file.position, file.id))]
+        self._touch(file.tape)  # the arrival list is pruned lazily
+
+    def _release_due(self, now: datetime) -> None:
+        backoff = self._backoff
+        while backoff and backoff[0][0] <= now:
+            _, file_id = heapq.heappop(backoff)
+            file = self.files[file_id - 1]
+            if file.state is FileState.QUEUED and file.not_before is not None:
+                file.not_before = None
+                self._enqueue(file)
+
+    def _flight(self, file: _File, step: int) -> None:
+        tape = self._tape(file.tape)
+        counts = tape.in_flight.setdefault(file.group, [0, 0])
+        counts[0] += step
+        counts[1] += step * file.size
+        if counts[0] == 0:
+            del tape.in_flight[file.group]
+        if tape.in_flight:
+            self._flying.add(tape.name)
+        else:
+            self._flying.discard(tape.name)
+        tape.demand = None
+
+    def _demand_of(self, tape: _Tape) -> TapeDemand:
+        if tape.demand is None:
+            tape.demand = self._build_demand(tape)
+        return tape.demand
+
+    def _build_demand(self, tape: _Tape) -> TapeDemand:
+        files = [self.files[file_id - 1] for _, file_id in tape.queued]
+        groups: dict[str, list[_File]] = {}
+        for file in files:
+            groups.setdefault(file.group, []).append(file)
+        return TapeDemand(
+            tape=tape.name,
+            files=len(files),
+            bytes=sum(f.size for f in files),
+            oldest=min(f.queued_at for f in files),
+            max_priority=max(f.priority for f in files),
+            service_class=SERVICE_CLASS,
+            groups=tuple(
+                GroupDemand(
+                    name,
+                    len(members),
+                    sum(f.size for f in members),
+                    oldest=min(f.queued_at for f in members),
+                    max_priority=max(f.priority for f in members),
+                )
+                for name, members in sorted(groups.items())
+            ),
+            in_flight=sum(files for files, _ in tape.in_flight.values()),
+            retries=sum(1 for f in files if f.attempts > 0),
+        )
+
+    def _choose(self, selection: Selection) -> list[_File]:
+        """The files a claim takes, in the selection's order, as the claim query picks them."""
+        if selection.service_class not in (None, SERVICE_CLASS):
+            return []
+        wanted = selection.max_files
+        out: list[_File] = []
+        total = 0
+        for file in self._candidates(selection):
+            if selection.group is not None and file.group != selection.group:
+                continue
+            if selection.first_attempts_only and file.attempts > 0:
+                continue
+            total += file.size
+            if selection.max_bytes is not None and out and total > selection.max_bytes:
+                break
+            out.append(file)
+            if len(out) >= wanted:
+                break
+        return out
+
+    def _candidates(self, selection: Selection) -> Iterable[_File]:
+        files = self.files
+        if selection.order is ReadOrder.POSITION:
+            names = [selection.tape] if selection.tape is not None else sorted(self._tapes)
+            for name in names:
+                tape = self._tapes.get(name)
+                if tape is not None:
+                    # a copy: the caller removes what it takes
+                    yield from [files[file_id - 1] for _, file_id in list(tape.queued)]
+            return
+        if selection.tape is not None:
+            tape = self._tapes.get(selection.tape)
+            queued = [files[file_id - 1] for _, file_id in tape.queued] if tape else []
+            yield from sorted(queued, key=lambda f: (f.queued_at, f.id))
+            return
+        self._prune_arrivals()
+        for queued_at, file_id in list(self._arrival):
+            file = files[file_id - 1]
+            if file.state is FileState.QUEUED and file.not_before is None and file.queued_at == queued_at:
+                yield file
+
+    def _prune_arrivals(self) -> None:
+        arrival = self._arrival
+        files = self.files
+        stale = 0
+        while stale < len(arrival):
+            queued_at, file_id = arrival[stale]
+            file = files[file_id - 1]
+            if file.state is FileState.QUEUED and file.not_before is None and file.queued_at == queued_at:
+                break
+            stale += 1
+        del arrival[:stale]
+
+    # --- fair share accounting ----------------------------------------------------------------------------
+
+    def _usage(self, now: datetime) -> tuple[GroupUsage, ...]:
+        """As carousel.db.usage_queries reads it; a pass over the mounts, so only kept when asked for."""
+        since = now - timedelta(seconds=self.usage_window_s)
+        spans: list[tuple[float, dict[str, int]]] = []
+        for mount in reversed(self.mounts):
+            end = mount.unmounted or now
+            if mount.unmounted is not None and mount.unmounted <= since:
+                continue
+            if mount.started_by_group:
+                seconds = max(0.0, (min(end, now) - max(mount.mounted, since)).total_seconds())
+                spans.append((seconds, mount.started_by_group))
+        return split_mount_time(spans)
+
+
+def _claimed(file: _File) -> ClaimedFile:
+    return ClaimedFile(
+        id=file.id,
+        path=file.path,
+        tape=file.tape,
+        position_bytes=file.position,
+        size_bytes=file.size,
+        service_class=SERVICE_CLASS,
+        queued_at=file.queued_at,
+    )
