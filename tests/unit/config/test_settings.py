@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from carousel.config import CONFIG_FILE_ENV, Settings, load_settings
+from carousel.config import CONFIG_FILE_ENV, Settings, default_adapter_options, load_settings
 from carousel.domain.errors import ConfigError
 
 
@@ -36,7 +36,8 @@ def test_environment_and_nested_values(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.port == 9001
     assert settings.limits.max_body_bytes == 1024
     assert settings.limits.max_files_per_request_native == 100_000  # untouched nested default
-    assert settings.adapter_options == {"profile": "lto9", "drives": 2}
+    # merged onto the embedded defaults (tests/unit/config/test_adapter_options_merge.py)
+    assert settings.adapter_options == {**default_adapter_options(), "profile": "lto9", "drives": 2}
 
 
 def test_toml_file_adds_and_environment_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
