@@ -7,13 +7,8 @@ The gfal-* tools exit 0 even when files failed: the tests read what they print (
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,11 +18,19 @@ import pytest
 
 from carousel.domain.clock import ManualClock
 from hsm_adapters.simulated.adapter import build_simulated_adapter
+from tests.clients.support import (
+    ServiceNotReady,
+    free_port,
+    service_environment,
+    start_carousel,
+    stop,
+    wait_ready,
+    write_carousel_config,
+)
 
 pytestmark = [pytest.mark.clients, pytest.mark.xdist_group("gfal2")]
 
 SYSTEM_PYTHON = "/usr/bin/python3"  # python3-gfal2 lives there, not in the virtual environment
-START_TIMEOUT_S = 30.0
 CLIENT_TIMEOUT_S = 120.0
 MISSING = "/no/such/file.root"
 LIBRARY = {
@@ -52,85 +55,25 @@ class Service:
         return self.url + path
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _toml(tmp: Path, port: int) -> Path:
-    generate = LIBRARY["catalogue"]["generate"]  # type: ignore[index]
-    config = tmp / "carousel.toml"
-    config.write_text(
-        f"""database_url = "sqlite:///{tmp / "carousel.sqlite3"}"
-host = "127.0.0.1"
-port = {port}
-cycle_interval_s = 0.5  # reads finish within one gfal poll interval (1 s); an abort right after a submit wins
-
-[adapter_options]
-profile = "{LIBRARY["profile"]}"
-drives = {LIBRARY["drives"]}
-scale = {LIBRARY["scale"]}
-
-[adapter_options.catalogue.generate]
-seed = {generate["seed"]}
-cartridges = {generate["cartridges"]}
-files_per_cartridge = {generate["files_per_cartridge"]}
-"""
-    )
-    return config
-
-
-def _environment(config: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAROUSEL_") and "proxy" not in k.lower()}
-    env["CAROUSEL_CONFIG"] = str(config)
-    env["GFAL_PYTHONBIN"] = SYSTEM_PYTHON  # the gfal-* scripts would otherwise run the venv's python
-    return env
-
-
-def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"carousel serve exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    pytest.fail(f"carousel serve was not ready within {START_TIMEOUT_S:g} s:\n{log.read_text()}")
-
-
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     tmp = tmp_path_factory.mktemp("gfal2")
-    port = _free_port()
-    env = _environment(_toml(tmp, port))
-    carousel = str(Path(sys.executable).with_name("carousel"))
-    subprocess.run([carousel, "db", "upgrade"], env=env, check=True, capture_output=True, timeout=60)
-    log = tmp / "serve.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [carousel, "serve", "--host", "127.0.0.1", "--port", str(port)],
-            env=env,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
+    port = free_port()
+    env = service_environment(write_carousel_config(tmp, port=port, library=LIBRARY))
+    env["GFAL_PYTHONBIN"] = SYSTEM_PYTHON  # the gfal-* scripts would otherwise run the venv's python
+    process, log = start_carousel(tmp, env, port)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_ready(url, process, log)
+        try:
+            wait_ready(url, process, log)
+        except ServiceNotReady as exc:
+            pytest.fail(str(exc))
         banner = log.read_text()
         assert f"listening on {url}" in banner and "anonymous access is on" in banner
         catalogue = build_simulated_adapter(LIBRARY, ManualClock()).library.catalogue
         yield Service(url, list(catalogue), env)
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 def gfal(service: Service, *args: str) -> str:
