@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
@@ -130,6 +130,12 @@ class Settings(BaseSettings):
     # Callers without credentials act as the user "anonymous". Off: every call needs authentication.
     anonymous: bool = True
     auth: AuthSettings = Field(default_factory=AuthSettings)  # see docs/security.md
+
+    # Logs (docs/operations.md): JSON lines in production, coloured text for people.
+    log_format: Literal["console", "json"] = "console"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # `carousel scheduler` serves its own /metrics on this port when set (the API serves them on its own).
+    scheduler_metrics_port: int | None = Field(default=None, ge=0, le=65535)
 
     @model_validator(mode="before")
     @classmethod
