@@ -7,14 +7,16 @@ from importlib.metadata import version
 from fastapi import FastAPI
 from sqlalchemy.orm import Session, sessionmaker
 
-from carousel.api import health, native, tape_rest
+from carousel.api import health, limits, native, tape_rest
 from carousel.api.auth import install_auth
 from carousel.api.body_limit import BodyLimit
 from carousel.api.context import AppContext
+from carousel.api.operations import install_operations
 from carousel.api.problems import install_problem_handlers
 from carousel.api.status_cache import StatusCache
 from carousel.config import Settings
 from carousel.domain.clock import Clock
+from carousel.observability.metrics import ServiceMetrics
 from hsm_adapters.base import HsmAdapter
 
 DESCRIPTION = """
@@ -23,6 +25,7 @@ requests name it, fed to the library tape by tape.
 
 * **WLCG Tape REST API v1** under `/api/v1` (discovery at `/.well-known/wlcg-tape-rest-api`).
 * **Native API** under `/api/native/v1`: bulk requests, priority, group and activity, paged status.
+* **Operations**: `/dashboard`, reports under `/api/reports`, `/metrics`, `/healthz`, `/readyz`.
 
 Every error is `application/problem+json` (RFC 7807) with `status`, `title`, `detail` and, when one field
 is at fault, `field`.
@@ -30,7 +33,12 @@ is at fault, `field`.
 
 
 def create_app(
-    settings: Settings, *, adapter: HsmAdapter, clock: Clock, session_factory: sessionmaker[Session]
+    settings: Settings,
+    *,
+    adapter: HsmAdapter,
+    clock: Clock,
+    session_factory: sessionmaker[Session],
+    metrics: ServiceMetrics | None = None,
 ) -> FastAPI:
     app = FastAPI(
         title="carousel",
@@ -53,5 +61,7 @@ def create_app(
     app.include_router(tape_rest.discovery)
     app.include_router(tape_rest.router)
     app.include_router(native.router)
+    app.include_router(limits.router)
     app.add_middleware(BodyLimit, max_body_bytes=settings.limits.max_body_bytes)
+    install_operations(app, metrics)  # last: its request-id middleware wraps every other one
     return app

@@ -16,6 +16,7 @@ from carousel.api.context import (
     current_caller,
     public_base_url,
 )
+from carousel.api.limits import queue_quota
 from carousel.api.native_schemas import (
     FileOut,
     FilePageOut,
@@ -41,8 +42,11 @@ _PROBLEMS: dict[int | str, dict[str, Any]] = {
     code: {"description": description, "content": {PROBLEM_JSON: {}}}
     for code, description in (
         (400, "Invalid input (problem+json naming the field)"),
+        (401, "No valid credentials (WWW-Authenticate says why)"),
+        (403, "The credential does not allow this (a path outside its scopes, a group not its own)"),
         (404, "No such request of the caller"),
         (413, "Body or file list over the configured limit"),
+        (429, "Over a call rate or a queue quota (Retry-After says when to come back)"),
     )
 }
 
@@ -93,6 +97,7 @@ def submit(
         order,
         max_files=limits.max_files_per_request_native,
         max_path_bytes=limits.max_path_length,
+        quota=queue_quota(context.settings),
     )
     response.headers["Location"] = f"{public_base_url(request)}{PREFIX}/requests/{submitted.request_id}"
     return SubmitOut(id=submitted.request_id, files_total=submitted.files_total)

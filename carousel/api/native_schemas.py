@@ -12,6 +12,8 @@ from carousel.intake.access import ALIAS_MAX_LENGTH, ALIAS_PATTERN, is_request_i
 from carousel.intake.model import FileStatus, RequestInfo
 
 Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:@+-]+$")]
+# Group names may be WLCG groups, such as "/star/production".
+GroupName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:@+/-]+$")]
 # A request id (a UUID) is refused as an alias, so an alias never shadows an id.
 Alias = Annotated[str, Field(min_length=1, max_length=ALIAS_MAX_LENGTH, pattern=ALIAS_PATTERN)]
 
@@ -23,7 +25,7 @@ class _Strict(BaseModel):
 class SubmitIn(_Strict):
     paths: list[str] = Field(description="absolute paths; duplicates are staged once")
     priority: int = Field(default=0, ge=-1000, le=1000, description="higher first, within a group's share")
-    group: Name | None = Field(
+    group: GroupName | None = Field(
         default=None, description="fair-share group; default: the caller's first group"
     )
     activity: Name = "default"

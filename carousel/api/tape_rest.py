@@ -20,6 +20,7 @@ from carousel.api.context import (
     current_caller,
     public_base_url,
 )
+from carousel.api.limits import advertised_limits, queue_quota
 from carousel.api.problems import PROBLEM_JSON, AsciiJSONResponse
 from carousel.api.tape_rest_schemas import (
     ArchiveInfoOut,
@@ -43,8 +44,11 @@ _PROBLEMS: dict[int | str, dict[str, Any]] = {
     code: {"description": description, "content": {PROBLEM_JSON: {}}}
     for code, description in (
         (400, "Invalid input (problem+json naming the field)"),
+        (401, "No valid credentials (WWW-Authenticate says why)"),
+        (403, "The credential does not allow this (a path outside its scopes, a group not its own)"),
         (404, "No such request of the caller"),
         (413, "Body or file list over the configured limit"),
+        (429, "Over a call rate or a queue quota (Retry-After says when to come back)"),
     )
 }
 
@@ -61,7 +65,6 @@ def _epoch(when: datetime | None) -> int | None:
 @discovery.get("/.well-known/wlcg-tape-rest-api", response_model=DiscoveryOut)
 def discover(request: Request, context: Context) -> DiscoveryOut:
     settings = context.settings
-    limits = settings.limits
     return DiscoveryOut.model_validate(
         {
             "sitename": settings.site_name,
@@ -70,11 +73,7 @@ def discover(request: Request, context: Context) -> DiscoveryOut:
                 {
                     "uri": public_base_url(request) + PREFIX,
                     "version": "v1",
-                    "metadata": {
-                        "maxFilesPerStageRequest": limits.max_files_per_request_tape_rest,
-                        "maxPathsPerArchiveInfoRequest": limits.max_archiveinfo_paths,
-                        "maxBodyBytes": limits.max_body_bytes,
-                    },
+                    "metadata": advertised_limits(settings),
                 }
             ],
         }
@@ -109,6 +108,7 @@ def stage(
         order,
         max_files=limits.max_files_per_request_tape_rest,
         max_path_bytes=limits.max_path_length,
+        quota=queue_quota(context.settings),
     ).request_id
     response.headers["Location"] = f"{public_base_url(request)}{PREFIX}/stage/{request_id}"
     return StageCreated(requestId=request_id)
@@ -193,7 +193,9 @@ def release(
     response_model_exclude_none=True,
     include_in_schema=False,
 )
-def archive_info(body: PathsIn, context: Context, session: DbSession) -> AsciiJSONResponse:
+def archive_info(
+    body: PathsIn, context: Context, session: DbSession, caller: CurrentCaller
+) -> AsciiJSONResponse:
     limits = context.settings.limits
     entries = archive_info_case.archive_info(
         session,
@@ -201,6 +203,7 @@ def archive_info(body: PathsIn, context: Context, session: DbSession) -> AsciiJS
         body.paths,
         max_paths=limits.max_archiveinfo_paths,
         max_path_bytes=limits.max_path_length,
+        grants=caller.grants,
     )
     answer = [
         {"path": e.path, "locality": e.locality.value}

@@ -496,9 +496,14 @@ def list_requests(
     before: tuple[datetime, str] | None,
     limit: int,
     states: Sequence[str],
+    groups: Sequence[str] = (),
 ) -> Sequence[StageRequest]:
-    """The owner's requests, newest first; `before` is the (created_at, id) of the last one already seen."""
-    query = select(StageRequest).where(StageRequest.owner == owner, StageRequest.state.in_(states))
+    """The owner's requests and those of `groups`, newest first; `before` is the (created_at, id) of the
+    last one already seen."""
+    whose = StageRequest.owner == owner
+    if groups:
+        whose = or_(whose, StageRequest.grp.in_(sorted(groups)))
+    query = select(StageRequest).where(whose, StageRequest.state.in_(states))
     if before is not None:
         created_at, request_id = before
         query = query.where(

@@ -24,10 +24,17 @@ def is_request_id(text: str) -> bool:
         return False
 
 
+def may_see(caller: Caller, request: StageRequest) -> bool:
+    """A live request of the caller's own, or of a group whose requests its credential shares."""
+    if request.state == RequestState.DELETED.value:
+        return False
+    return request.owner == caller.name or request.grp in caller.grants.shared_groups
+
+
 def find_owned_request(session: Session, caller: Caller, request_id: str) -> StageRequest | None:
-    """The caller's live request of that id, or None."""
+    """The caller's live request of that id (its own or its shared groups'), or None."""
     request = q.get_request(session, request_id) if is_request_id(request_id) else None
-    if request is None or request.owner != caller.name or request.state == RequestState.DELETED.value:
+    if request is None or not may_see(caller, request):
         return None
     return request
 
@@ -50,7 +57,7 @@ def resolve_request_id(session: Session, caller: Caller, name: str) -> str:
     if is_request_id(name) or not is_alias(name):
         return name
     request = q.request_of_alias(session, name)
-    if request is None or request.owner != caller.name or request.state == RequestState.DELETED.value:
+    if request is None or not may_see(caller, request):
         return name
     return request.id
 

@@ -10,11 +10,14 @@ from sqlalchemy.orm import Session
 
 from carousel.db import intake_queries as q
 from carousel.domain.errors import InvalidInput
+from carousel.intake.grants import UNRESTRICTED, Grants, require_some_read_scope
 from carousel.intake.model import ArchiveInfo, Locality
 from carousel.intake.paths import normalise_path
 from hsm_adapters.base import HsmAdapter, LookupResult, NotOnTape, OnTape, Unknown
 
 log = logging.getLogger(__name__)
+
+NOT_COVERED = "forbidden: no storage.* scope of the credential covers this path"
 
 
 def _locality(result: LookupResult, staged_here: bool) -> ArchiveInfo:
@@ -29,9 +32,17 @@ def _locality(result: LookupResult, staged_here: bool) -> ArchiveInfo:
 
 
 def archive_info(
-    session: Session, adapter: HsmAdapter, raw_paths: Sequence[str], *, max_paths: int, max_path_bytes: int
+    session: Session,
+    adapter: HsmAdapter,
+    raw_paths: Sequence[str],
+    *,
+    max_paths: int,
+    max_path_bytes: int,
+    grants: Grants = UNRESTRICTED,
 ) -> list[ArchiveInfo]:
-    """One entry per path given, in order, each naming the path as the client wrote it."""
+    """One entry per path given, in order, each naming the path as the client wrote it. A path the
+    caller's credential does not cover gets an error, and the library is not asked about it."""
+    require_some_read_scope(grants, "archive info")
     normalised: dict[int, str] = {}
     answers: dict[int, ArchiveInfo] = {}
     for index, raw in enumerate(raw_paths):
@@ -39,9 +50,14 @@ def archive_info(
             answers[index] = ArchiveInfo(raw, error=f"over the limit of {max_paths} paths per call")
             continue
         try:
-            normalised[index] = normalise_path(raw, max_bytes=max_path_bytes)
+            path = normalise_path(raw, max_bytes=max_path_bytes)
         except InvalidInput as exc:
             answers[index] = ArchiveInfo(raw, error=exc.detail)
+            continue
+        if grants.may_read(path):
+            normalised[index] = path
+        else:
+            answers[index] = ArchiveInfo(raw, error=NOT_COVERED)
 
     unique = list(dict.fromkeys(normalised.values()))
     by_path: dict[str, ArchiveInfo] = {}

@@ -12,6 +12,7 @@ from carousel.db import intake_queries as q
 from carousel.domain.clock import Clock
 from carousel.domain.errors import InvalidInput
 from carousel.intake.access import owned_request
+from carousel.intake.grants import require_some_stage_scope
 from carousel.intake.model import Caller
 from carousel.intake.paths import normalise_paths
 
@@ -45,6 +46,7 @@ def cancel(
     max_path_bytes: int,
 ) -> None:
     """Cancel the named files of the caller's request (None: all of them)."""
+    require_some_stage_scope(caller.grants, "cancel")
     request = owned_request(session, caller, request_id)
     paths = None
     if raw_paths is not None:
@@ -57,6 +59,7 @@ def cancel(
 
 def delete(session: Session, clock: Clock, caller: Caller, request_id: str) -> None:
     """Cancel what is left, give up the request's disk copies, and hide it from its owner."""
+    require_some_stage_scope(caller.grants, "delete")
     request = owned_request(session, caller, request_id)
     now = clock.now()
     file_ids = q.cancel_links(session, request.id, None, now)

@@ -61,14 +61,13 @@ UNRESTRICTED = Grants()
 
 
 def require_stage(grants: Grants, paths: Sequence[str], *, field: str) -> None:
-    """Forbidden naming the first path no stage scope covers. `field` formats the path's index."""
+    """Forbidden naming the first (normalised) path that no stage scope covers."""
     if grants.stage is None:
         return
-    for index, path in enumerate(paths):
+    for path in paths:
         if not covered(grants.stage, path):
-            name = field.format(index)
             raise Forbidden(
-                f"{name}: the token grants no storage.stage scope covering {path[:200]!r}", field=name
+                f"{field}: no storage.stage scope of the credential covers {path[:200]!r}", field=field
             )
 
 

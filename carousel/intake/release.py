@@ -17,6 +17,7 @@ from carousel.domain.clock import Clock
 from carousel.domain.errors import InvalidInput
 from carousel.intake.access import find_owned_request, owned_request
 from carousel.intake.cancel import paths_of_request
+from carousel.intake.grants import require_some_stage_scope
 from carousel.intake.model import Caller
 from carousel.intake.paths import normalise_paths
 
@@ -31,6 +32,7 @@ def release(
     field: str = "paths",
     max_path_bytes: int,
 ) -> None:
+    require_some_stage_scope(caller.grants, "release")
     known = find_owned_request(session, caller, request_id) is not None
     if known:
         paths = paths_of_request(session, request_id, raw_paths, field=field, max_path_bytes=max_path_bytes)
@@ -58,6 +60,7 @@ def release_request(
     max_path_bytes: int,
 ) -> None:
     """Release files of one of the caller's requests (None: all of them); an unknown id is not found."""
+    require_some_stage_scope(caller.grants, "release")
     request = owned_request(session, caller, request_id)
     paths = None
     if raw_paths is not None:

@@ -15,6 +15,7 @@ from carousel.db.models import RequestState
 from carousel.domain.errors import InvalidInput
 from carousel.domain.states import TapeRestState
 from carousel.intake.access import owned_request, request_info
+from carousel.intake.grants import require_some_read_scope
 from carousel.intake.model import (
     Caller,
     FilePage,
@@ -41,6 +42,7 @@ def _file_status(row: Any) -> FileStatus:
 
 def request_status_document(session: Session, caller: Caller, request_id: str) -> StatusDocument:
     """The request, and its files as the Tape REST API lists them (JSON rendered by the database)."""
+    require_some_read_scope(caller.grants, "status")
     request = owned_request(session, caller, request_id)
     return StatusDocument(request_info(request), q.status_files_json(session, request.id))
 
@@ -55,6 +57,7 @@ def file_page(
     state: TapeRestState | None,
 ) -> FilePage:
     """Files of the request in the client's order, `limit` at a time; pass back `next_cursor` for more."""
+    require_some_read_scope(caller.grants, "status")
     request = owned_request(session, caller, request_id)
     after = -1
     if cursor is not None:
@@ -69,6 +72,7 @@ def file_page(
 
 
 def summary(session: Session, caller: Caller, request_id: str) -> RequestSummary:
+    require_some_read_scope(caller.grants, "status")
     request = owned_request(session, caller, request_id)
     counts = q.client_state_counts(session, request.id)
     return RequestSummary(
@@ -102,10 +106,16 @@ def list_requests(
     cursor: str | None,
     states: Sequence[RequestState] = (RequestState.ACTIVE, RequestState.DONE),
 ) -> RequestPage:
-    """The caller's requests, newest first."""
+    """The caller's requests (and those of the groups it shares), newest first."""
+    require_some_read_scope(caller.grants, "listing requests")
     before = _decode_listing_cursor(cursor) if cursor is not None else None
     rows = q.list_requests(
-        session, owner=caller.name, before=before, limit=limit + 1, states=[s.value for s in states]
+        session,
+        owner=caller.name,
+        groups=tuple(caller.grants.shared_groups),
+        before=before,
+        limit=limit + 1,
+        states=[s.value for s in states],
     )
     more = len(rows) > limit
     rows = rows[:limit]

@@ -18,8 +18,10 @@ from carousel.db import intake_queries as q
 from carousel.domain.clock import Clock
 from carousel.domain.errors import Conflict, InvalidInput, TooLarge
 from carousel.domain.states import FileState
+from carousel.intake.grants import require_group, require_stage
 from carousel.intake.model import Caller, StageOrder
 from carousel.intake.paths import normalise_paths
+from carousel.intake.quota import QueueQuota, admit
 from hsm_adapters.base import HsmAdapter, LookupResult, NotOnTape, OnTape, Unknown
 
 log = logging.getLogger(__name__)
@@ -78,9 +80,16 @@ def submit(
     *,
     max_files: int,
     max_path_bytes: int,
+    quota: QueueQuota | None = None,
 ) -> Submitted:
-    """Queue the order. Nothing is written when the order is refused."""
+    """Queue the order. Nothing is written when the order is refused: bad input (400, 413), a path or a
+    group the caller's credential does not allow (403), a queue quota reached (429)."""
     paths = validated_paths(order, max_files=max_files, max_path_bytes=max_path_bytes)
+    require_stage(caller.grants, paths, field=order.list_field)
+    group = order.group or caller.default_group
+    require_group(caller.grants, caller.groups, group)
+    if quota is not None and quota.active:
+        admit(session, caller, group, len(paths), quota)
     if order.alias is not None and q.request_of_alias(session, order.alias) is not None:
         raise Conflict(f"alias {order.alias!r} already names a request", field="alias")
     answers = _lookup(adapter, paths)
@@ -88,7 +97,6 @@ def submit(
 
     now = clock.now()
     request_id = str(uuid.uuid4())
-    group = order.group or caller.default_group
     q.insert_request(
         session,
         request_id=request_id,

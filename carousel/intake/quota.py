@@ -1,0 +1,60 @@
+"""Queue quotas: how many files a caller, and a group, may have waiting at once. A submit that would go
+over answers 429 with a Retry-After hint (nothing is written); one that could never fit answers 413.
+
+Counted in the submitting transaction: two submits racing may both pass and overshoot by one request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from carousel.db import quota_queries as q
+from carousel.domain.errors import TooLarge, TooManyRequests
+from carousel.intake.model import Caller
+
+
+@dataclass(frozen=True, slots=True)
+class QueueQuota:
+    per_caller: int | None
+    per_group: int | None
+    retry_after_s: int
+
+    @property
+    def active(self) -> bool:
+        return self.per_caller is not None or self.per_group is not None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueUsage:
+    caller_queued: int
+    group: str
+    group_queued: int
+
+
+def usage(session: Session, caller: Caller, group: str | None = None) -> QueueUsage:
+    group = group or caller.default_group
+    return QueueUsage(
+        q.queued_files_of_owner(session, caller.name), group, q.queued_files_of_group(session, group)
+    )
+
+
+def admit(session: Session, caller: Caller, group: str, new_files: int, quota: QueueQuota) -> None:
+    """TooManyRequests (or TooLarge) when `new_files` more would go over the caller's or the group's quota."""
+    checks = (
+        ("caller", caller.name, quota.per_caller, q.queued_files_of_owner),
+        ("group", group, quota.per_group, q.queued_files_of_group),
+    )
+    for what, name, cap, count in checks:
+        if cap is None:
+            continue
+        if new_files > cap:
+            raise TooLarge(f"{new_files} files can never fit the {what} quota of {cap} queued files")
+        queued = count(session, name)
+        if queued + new_files > cap:
+            raise TooManyRequests(
+                f"the {what} {name[:128]!r} has {queued} files queued; {new_files} more would pass its quota "
+                f"of {cap}: retry once some have been staged",
+                retry_after_s=quota.retry_after_s,
+            )
