@@ -1,0 +1,1 @@
+"""The operators' dashboard: one server-rendered page of the queue, the library and recent throughput."""

@@ -1,0 +1,165 @@
+"""What the dashboard shows, gathered in one read-only session: the queue by group and state, the tapes with
+work, the library as its adapter sees it now, the last day's throughput per drive, recent policy changes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy.orm import Session
+
+from carousel.dashboard.policy_changes import PolicyChange, recent_policy_changes
+from carousel.db.overview_queries import (
+    QueueCell,
+    TapeWork,
+    busiest_tapes,
+    count_tapes_with_work,
+    queue_by_state_and_group,
+)
+from carousel.domain.planning import LibraryCosts
+from carousel.domain.states import FILE_ACTIVE, FileState
+from carousel.reports.tally import Tally, tally, totals_by_key
+from carousel.reports.window import Bucket, Window, make_window
+from hsm_adapters.base import HsmAdapter
+
+RECENT = timedelta(days=1)
+TAPES_SHOWN = 12
+POLICY_CHANGES_SHOWN = 10
+# the columns of the queue table, in the order a file goes through them
+STATES = tuple(s for s in FileState if s in FILE_ACTIVE)
+WAITING = frozenset({FileState.UNRESOLVED, FileState.QUEUED})
+
+
+@dataclass(frozen=True, slots=True)
+class GroupQueue:
+    group: str
+    files: dict[FileState, int]
+    bytes: int
+    oldest_waiting: datetime | None  # earliest queued_at among its UNRESOLVED and QUEUED files
+
+    @property
+    def total(self) -> int:
+        return sum(self.files.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Library:
+    health: str  # ONLINE, DEGRADED, OFFLINE, or "unknown" when the adapter did not answer
+    drives_total: int | None
+    drives_busy: int | None
+    mounted_tapes: tuple[str, ...]
+    problem: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DriveLine:
+    drive: str
+    tally: Tally
+
+    @property
+    def efficiency(self) -> float | None:
+        return self.tally.reading_s / self.tally.mounted_s if self.tally.mounted_s > 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class Throughput:
+    window: Window
+    total: Tally
+    drives: list[DriveLine]
+    transfer_s: float | None  # estimated from the published rate, None when the library publishes none
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.total.bytes / (self.window.until - self.window.since).total_seconds()
+
+    @property
+    def efficiency(self) -> float | None:
+        return self.total.reading_s / self.total.mounted_s if self.total.mounted_s > 0 else None
+
+    @property
+    def files_per_mount(self) -> float | None:
+        return self.total.files_of_mounts / self.total.mounts if self.total.mounts else None
+
+
+@dataclass(frozen=True, slots=True)
+class Dashboard:
+    site: str
+    now: datetime
+    groups: list[GroupQueue]
+    totals: dict[FileState, int]
+    tapes_with_work: int
+    busiest_tapes: list[TapeWork]
+    library: Library
+    throughput: Throughput
+    policy_changes: list[PolicyChange]
+    states: tuple[FileState, ...] = field(default=STATES)
+
+    @property
+    def queued_total(self) -> int:
+        return sum(self.totals.values())
+
+    @property
+    def waiting_total(self) -> int:
+        return sum(n for state, n in self.totals.items() if state in WAITING)
+
+    @property
+    def in_flight_total(self) -> int:
+        return self.queued_total - self.waiting_total
+
+
+def _groups(cells: list[QueueCell]) -> list[GroupQueue]:
+    by_group: dict[str, list[QueueCell]] = {}
+    for cell in cells:
+        by_group.setdefault(cell.group, []).append(cell)
+    out: list[GroupQueue] = []
+    for group, own in sorted(by_group.items()):
+        waiting = [c.oldest for c in own if c.state in WAITING]
+        out.append(
+            GroupQueue(
+                group=group,
+                files={c.state: c.files for c in own},
+                bytes=sum(c.bytes for c in own),
+                oldest_waiting=min(waiting) if waiting else None,
+            )
+        )
+    return out
+
+
+def library_now(adapter: HsmAdapter) -> Library:
+    """The adapter's health and capacity, asked now; an adapter that fails is shown, not hidden."""
+    try:
+        health = adapter.health()
+        capacity = adapter.capacity()
+    except Exception as exc:
+        return Library("unknown", None, None, (), problem=f"the library did not answer: {exc}")
+    busy = capacity.drives_total - capacity.drives_free
+    return Library(health.value, capacity.drives_total, busy, tuple(sorted(capacity.mounted_tapes)))
+
+
+def throughput(session: Session, now: datetime, costs: LibraryCosts | None) -> Throughput:
+    window = make_window(now - RECENT, now, Bucket.HOUR, now)
+    drives = totals_by_key(tally(session, window, now, "drive"))
+    total = Tally()
+    for one in drives.values():
+        total.add(one)
+    transfer = total.bytes / costs.rate_bytes_per_s if costs is not None else None
+    lines = [DriveLine(drive, one) for drive, one in sorted(drives.items())]
+    return Throughput(window=window, total=total, drives=lines, transfer_s=transfer)
+
+
+def build_dashboard(
+    session: Session, adapter: HsmAdapter, now: datetime, costs: LibraryCosts | None, *, site: str
+) -> Dashboard:
+    cells = queue_by_state_and_group(session)
+    totals = {state: sum(c.files for c in cells if c.state is state) for state in STATES}
+    return Dashboard(
+        site=site,
+        now=now,
+        groups=_groups(cells),
+        totals=totals,
+        tapes_with_work=count_tapes_with_work(session),
+        busiest_tapes=busiest_tapes(session, TAPES_SHOWN),
+        library=library_now(adapter),
+        throughput=throughput(session, now, costs),
+        policy_changes=recent_policy_changes(session, POLICY_CHANGES_SHOWN),
+    )

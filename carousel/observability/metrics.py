@@ -1,0 +1,128 @@
+"""The service's Prometheus metrics, in a registry of their own per process (or per app in tests), never the
+client library's global default registry: several apps in one process keep apart.
+
+Two kinds of figures:
+- counted by this process as things happen: cycles (observed from each `CycleReport`), submissions (from
+  the API), HTTP requests (from the request middleware);
+- read from the database at scrape time (`DatabaseCollector`): the queue by state and group, and the drive
+  efficiency over the last hour. These are the same whichever process is scraped.
+
+Names and meanings are listed in docs/operations.md.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from sqlalchemy.orm import Session, sessionmaker
+
+from carousel.domain.clock import Clock
+from carousel.observability.database_collector import DatabaseCollector
+from carousel.scheduler.cycle import CycleReport
+from hsm_adapters.base import Health
+
+CYCLE_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+HTTP_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class ServiceMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.cycle_seconds = Histogram(
+            "carousel_cycle_duration_seconds",
+            "Wall time of one scheduling cycle this process led",
+            buckets=CYCLE_BUCKETS_S,
+            registry=r,
+        )
+        self.cycles = Counter(
+            "carousel_cycles",
+            "Scheduling cycles run, by whether this process held the leader lock",
+            ["leader"],
+            registry=r,
+        )
+        self.cycle_errors = Counter(
+            "carousel_cycle_errors",
+            "Library calls that failed during cycles (each is also logged)",
+            registry=r,
+        )
+        self.submissions = Counter(
+            "carousel_submissions", "Stage requests accepted, by API", ["api"], registry=r
+        )
+        self.submitted_files = Counter(
+            "carousel_submitted_files",
+            "Distinct files named by accepted stage requests, by API",
+            ["api"],
+            registry=r,
+        )
+        self.handed_over = Counter(
+            "carousel_files_handed_over", "Files handed to the library by the cycles", registry=r
+        )
+        self.completions = Counter(
+            "carousel_completions",
+            "Recalls that reached an end: staged (on disk), failed (for good), cancelled",
+            ["outcome"],
+            registry=r,
+        )
+        self.read_failures = Counter(
+            "carousel_read_failures", "Failed reads the library reported, retried ones included", registry=r
+        )
+        self.mounts = Counter("carousel_mounts", "Tapes mounted (MOUNTED events applied)", registry=r)
+        self.bytes_read = Counter(
+            "carousel_bytes_read", "Bytes staged from tape (FILE_STAGED events)", registry=r
+        )
+        self.hsm_health = Gauge(
+            "carousel_hsm_health",
+            "The library's health at the last cycle: 1 for its state, 0 for the others",
+            ["state"],
+            registry=r,
+        )
+        self.http_requests = Counter(
+            "carousel_http_requests", "HTTP requests answered", ["method", "route", "status"], registry=r
+        )
+        self.http_seconds = Histogram(
+            "carousel_http_request_duration_seconds",
+            "Time to answer an HTTP request",
+            ["method", "route"],
+            buckets=HTTP_BUCKETS_S,
+            registry=r,
+        )
+        self._database: DatabaseCollector | None = None
+
+    def watch_database(self, session_factory: sessionmaker[Session], clock: Clock) -> None:
+        """Add the figures read from the database at scrape time (once; later calls change nothing)."""
+        if self._database is None:
+            self._database = DatabaseCollector(session_factory, clock)
+            self.registry.register(self._database)
+
+    def submitted(self, api: str, files: int) -> None:
+        self.submissions.labels(api=api).inc()
+        self.submitted_files.labels(api=api).inc(files)
+
+    def observe_cycle(self, report: CycleReport) -> None:
+        self.cycles.labels(leader=str(report.leader).lower()).inc()
+        if not report.leader:
+            return
+        self.cycle_seconds.observe(report.elapsed_s)
+        self.cycle_errors.inc(len(report.errors))
+        self.handed_over.inc(report.files_submitted)
+        staged = failed = cancelled = retried = mounts = 0
+        bytes_read = 0
+        if report.events is not None:
+            events = report.events
+            staged, failed, cancelled, retried = (
+                events.staged,
+                events.failed,
+                events.cancelled,
+                events.retried,
+            )
+            mounts, bytes_read = events.mounts, events.bytes_staged
+        self.completions.labels(outcome="staged").inc(staged)
+        # files the library said it does not hold fail in the cycle's lookups, not through events
+        self.completions.labels(outcome="failed").inc(failed + report.not_on_tape)
+        self.completions.labels(outcome="cancelled").inc(cancelled + report.cancelled)
+        self.read_failures.inc(failed + retried)
+        self.mounts.inc(mounts)
+        self.bytes_read.inc(bytes_read)
+        if report.health is not None:
+            for state in Health:
+                self.hsm_health.labels(state=state.value).set(1 if state is report.health else 0)
