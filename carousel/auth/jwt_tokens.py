@@ -71,7 +71,11 @@ class _UrlKeys:
         assert issuer.jwks_url is not None
         self._name = issuer.name
         self._client = jwt.PyJWKClient(
-            issuer.jwks_url, cache_keys=True, lifespan=issuer.jwks_cache_s, timeout=10
+            issuer.jwks_url,
+            cache_keys=True,
+            lifespan=issuer.jwks_cache_s,
+            timeout=10,
+            cooldown_duration=issuer.jwks_refetch_cooldown_s,
         )
 
     def key_for(self, token: str, kid: str | None) -> Any:

@@ -32,6 +32,8 @@ class IssuerSettings(_Frozen):
     public_key_file: Path | None = None  # a PEM public key, or a JWKS document (JSON)
     jwks_url: str | None = None  # fetched and cached; a `kid` missing from the cache fetches again
     jwks_cache_s: int = Field(default=3600, gt=0)
+    # An unknown `kid` fetches the document again, at most this often: garbage cannot hammer the issuer.
+    jwks_refetch_cooldown_s: float = Field(default=30.0, ge=0)
     algorithms: tuple[str, ...] = ("RS256", "ES256")
     leeway_s: int = Field(default=60, ge=0, le=600)  # clock skew allowed on `nbf` and `iat`
     base_path: str = "/"  # the issuer's area: its scopes' paths are inside it
