@@ -1,7 +1,9 @@
 """Applies the HSM's events to the queue: file and request states, recalls, mount history.
 
 Idempotent: each (adapter, seq) is recorded in applied_events in the same transaction as the changes it
-caused, so an event delivered again (a restart, a replayed log) changes nothing. An event about a file
+caused, so an event delivered again (a restart, a replayed log) changes nothing. Deadlock-free with intake:
+the rows the events will change are locked first, in the one lock order (carousel.db.lock_order), not in
+the library's event order. An event about a file
 that has since moved on (a recovered claim, a batch that was cancelled and queued again) is recorded and
 otherwise ignored, except that bytes read are always counted in the history.
 """
@@ -16,6 +18,7 @@ import structlog
 from sqlalchemy.orm import Session
 
 from carousel.db import completion_queries as q
+from carousel.db.lock_order import lock_links_and_files
 from carousel.db.queue_queries import mark_requests_started
 from carousel.domain.states import FileState
 from hsm_adapters.base import Event, EventKind
@@ -59,6 +62,7 @@ def apply_events(
             continue
         done.add(event.seq)
         fresh.append(event)
+    lock_links_and_files(session, [int(e.file_key) for e in fresh if e.file_key and e.file_key.isdigit()])
     for event in fresh:
         _apply_one(session, event, retry, report)
     q.record_applied(session, adapter, [e.seq for e in fresh])

@@ -8,10 +8,11 @@ reads and then writes fails at once with "database is locked" when another write
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from alembic import command
 from alembic.config import Config
@@ -22,10 +23,13 @@ from sqlalchemy.engine import URL, Connection
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.config import Settings
+from carousel.db.retry import ATTEMPTS, retrying
 from carousel.domain.errors import ConfigError
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+T = TypeVar("T")
 
 
 def _sqlite_file(url: URL) -> Path | None:
@@ -76,6 +80,24 @@ def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
     """The one commit point: commits when the block ends normally, rolls back when it raises."""
     with factory() as session, session.begin():
         yield session
+
+
+def run_transaction(
+    factory: sessionmaker[Session],
+    work: Callable[[Session], T],
+    *,
+    attempts: int = ATTEMPTS,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """`work` in one transaction (committed when it returns), run again whole when PostgreSQL rolls it back
+    for a deadlock or a serialization failure (carousel.db.retry). `work` must do nothing but database work:
+    it may run more than once."""
+
+    def once() -> T:
+        with transaction(factory) as session:
+            return work(session)
+
+    return retrying(attempts=attempts, sleep=sleep)(once)
 
 
 # --- migrations -------------------------------------------------------------------------------------------

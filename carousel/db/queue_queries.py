@@ -1,7 +1,9 @@
 """The scheduler's SQL: the per-tape snapshot, claims, hand-over records, stale-claim recovery, cancels to
 push and lookups to retry. Every statement is set-based; none reads the queued files one by one.
 
-Callers own the transaction (carousel.db.engine.transaction); nothing here commits.
+Callers own the transaction (carousel.db.engine.transaction); nothing here commits. Statements that change
+several files lock them first in path order (carousel.db.lock_order), as intake does, so that they wait for
+an intake transaction instead of deadlocking with it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, and_, bindparam, case, exists, func, insert, or_, select, update
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
+from carousel.db.lock_order import lock_files
 from carousel.db.models import LinkState, QueuedFileRow, Recall, RequestFile, StageRequest
 from carousel.domain.planning import GroupDemand, ReadOrder, Selection, TapeDemand, TapeInFlight
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand
@@ -206,6 +209,7 @@ def record_handed_over(session: Session, batches: Sequence[HandedOver], now: dat
     params = [{"b_id": fid, "b_key": b.batch_key} for b in batches for fid in b.file_ids]
     if not params:
         return 0
+    lock_files(session, [fid for b in batches for fid in b.file_ids])
     mark = (
         update(F)
         .where(F.id == bindparam("b_id"), F.state == FileState.CLAIMED.value)
@@ -225,6 +229,7 @@ def return_to_queue(session: Session, file_ids: Sequence[int]) -> int:
     """CLAIMED files the adapter did not take go back to the queue as they were."""
     if not file_ids:
         return 0
+    lock_files(session, file_ids)
     result = session.execute(
         update(F)
         .where(F.id.in_(file_ids), F.state == FileState.CLAIMED.value)
@@ -235,10 +240,13 @@ def return_to_queue(session: Session, file_ids: Sequence[int]) -> int:
 
 def recover_stale_claims(session: Session, claimed_before: datetime) -> int:
     """Claims a crashed cycle left behind (CLAIMED since before claimed_before) go back to the queue."""
+    stale = F.state == FileState.CLAIMED.value, F.claimed_at < claimed_before
+    file_ids = list(session.scalars(select(F.id).where(*stale)))
+    if not file_ids:
+        return 0
+    lock_files(session, file_ids)
     result = session.execute(
-        update(F)
-        .where(F.state == FileState.CLAIMED.value, F.claimed_at < claimed_before)
-        .values(state=FileState.QUEUED.value, batch_key=None, claimed_at=None)
+        update(F).where(*stale).values(state=FileState.QUEUED.value, batch_key=None, claimed_at=None)
     )
     return int(result.rowcount)  # type: ignore[attr-defined]
 
@@ -261,6 +269,7 @@ def settle_cancelled(session: Session, file_ids: Sequence[int], now: datetime) -
     again. Returns (cancelled, requeued)."""
     if not file_ids:
         return 0, 0
+    lock_files(session, file_ids)
     still_active = and_(F.id.in_(file_ids), F.state.in_(IN_FLIGHT))
     requeued = session.execute(
         update(F)
