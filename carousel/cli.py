@@ -13,7 +13,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,12 +30,17 @@ from sqlalchemy.orm import Session, sessionmaker
 from typer.core import TyperGroup
 
 from carousel.api.app import create_app
+from carousel.cli_report import report
 from carousel.cli_simulate import simulate
 from carousel.cli_study import study
 from carousel.config import Settings, load_settings
 from carousel.db.engine import check_schema_current, make_engine, make_session_factory, upgrade_to_head
 from carousel.domain.clock import Clock, SystemClock
 from carousel.domain.errors import ConfigError, DomainError
+from carousel.logging import configure_logging
+from carousel.observability.cycles import observed
+from carousel.observability.exposition import serve_metrics
+from carousel.observability.metrics import ServiceMetrics
 from carousel.scheduler.cycle import Cycle, CycleReport
 from carousel.scheduler.runner import CycleRunner
 from hsm_adapters.base import HsmAdapter
@@ -98,6 +103,7 @@ app.add_typer(db_app, name="db")
 app.add_typer(library_app, name="library")
 app.command("study")(study)
 app.command("simulate")(simulate)
+app.command("report")(report)
 
 
 def _help_without_command(ctx: typer.Context) -> None:
@@ -128,17 +134,19 @@ class Parts:
     session_factory: sessionmaker[Session]
     adapter: HsmAdapter
     clock: Clock
+    metrics: ServiceMetrics  # one registry for the process: its API's and its scheduler's figures
 
 
 @contextmanager
 def service_parts(settings: Settings) -> Iterator[Parts]:
+    configure_logging(settings.log_format, settings.log_level)
     engine = make_engine(settings)
     try:
         check_schema_current(engine)
         clock = SystemClock()
         adapter = build_adapter(settings.adapter, settings.adapter_options, clock)
         try:
-            yield Parts(settings, engine, make_session_factory(engine), adapter, clock)
+            yield Parts(settings, engine, make_session_factory(engine), adapter, clock, ServiceMetrics())
         finally:
             adapter.close()
     finally:
@@ -148,7 +156,7 @@ def service_parts(settings: Settings) -> Iterator[Parts]:
 def _cycle(parts: Parts) -> tuple[Cycle, CycleRunner]:
     policy = build_policy(parts.settings.policy, parts.settings.policy_options)
     cycle = Cycle(parts.settings, parts.session_factory, parts.adapter, policy, parts.clock)
-    return cycle, CycleRunner(cycle.run_once, parts.settings.cycle_interval_s)
+    return cycle, CycleRunner(observed(cycle.run_once, parts.metrics), parts.settings.cycle_interval_s)
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -173,7 +181,11 @@ def _listen(host: str, port: int) -> socket.socket:
 def _serve_http(parts: Parts, *, with_scheduler: bool) -> None:
     settings = parts.settings
     api = create_app(
-        settings, adapter=parts.adapter, clock=parts.clock, session_factory=parts.session_factory
+        settings,
+        adapter=parts.adapter,
+        clock=parts.clock,
+        session_factory=parts.session_factory,
+        metrics=parts.metrics,
     )
     runner = _cycle(parts)[1] if with_scheduler else None
     with _listen(settings.host, settings.port) as sock:
@@ -184,7 +196,8 @@ def _serve_http(parts: Parts, *, with_scheduler: bool) -> None:
         out.print(f"library: {settings.adapter} adapter; database: {_safe_url(settings.database_url)}")
         if settings.anonymous:
             out.print("anonymous access is on: anyone who can reach this address can stage files")
-        server = uvicorn.Server(uvicorn.Config(api, log_level="warning"))
+        # log_config=None: uvicorn's records go through the process's structlog handler
+        server = uvicorn.Server(uvicorn.Config(api, log_level="warning", log_config=None))
         if runner is not None:
             runner.start()
         try:
@@ -236,11 +249,28 @@ def scheduler(
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
         out.print(f"carousel scheduler: a cycle every {parts.settings.cycle_interval_s:g} s (Ctrl-C stops)")
+        stop_metrics = _scheduler_metrics(parts)
         runner.start()
         try:
             stop.wait()
         finally:
             runner.stop()
+            stop_metrics()
+
+
+def _scheduler_metrics(parts: Parts) -> Callable[[], None]:
+    """/metrics on scheduler_metrics_port when set; returns what stops it."""
+    port = parts.settings.scheduler_metrics_port
+    if port is None:
+        return lambda: None
+    parts.metrics.watch_database(parts.session_factory, parts.clock)
+    try:
+        bound, stop = serve_metrics(parts.metrics, parts.settings.host, port)
+    except OSError as exc:
+        where = f"{parts.settings.host}:{port}"
+        raise CliFailure(f"cannot serve metrics on {where}: {exc.strerror or exc}") from exc
+    out.print(f"metrics on http://{parts.settings.host}:{bound}/metrics")
+    return stop
 
 
 def _print_cycle(report: CycleReport) -> None:

@@ -18,6 +18,7 @@ import structlog
 from structlog.typing import Processor
 
 LogFormat = Literal["console", "json"]
+QUIET = ("alembic", "apscheduler")
 
 # Processors shared by structlog's own records and the standard library's.
 _SHARED: list[Processor] = [
@@ -64,6 +65,9 @@ def configure_logging(log_format: LogFormat, level: str = "INFO") -> None:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(numeric)
+    # libraries that narrate their routine work at INFO (a migration check at every start) say only problems
+    for name in QUIET:
+        logging.getLogger(name).setLevel(max(numeric, logging.WARNING))
     # uvicorn's loggers keep handlers of their own; let their records reach ours instead
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         named = logging.getLogger(name)

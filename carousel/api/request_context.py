@@ -8,6 +8,7 @@ this context) and streaming responses are not buffered.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 import uuid
@@ -18,7 +19,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from carousel.observability.metrics import ServiceMetrics
 
-log = structlog.get_logger("carousel.http")
+# The standard library's logger: silent below WARNING until configure_logging routes it (tests, embedding).
+log = logging.getLogger("carousel.http")
 
 HEADER = "X-Request-ID"
 # What a caller's id may be to be kept: short, and safe to log and echo.
@@ -64,11 +66,11 @@ class RequestContext:
         method = str(scope.get("method", "?"))
         self.metrics.http_requests.labels(method=method, route=route, status=str(status)).inc()
         self.metrics.http_seconds.labels(method=method, route=route).observe(elapsed_s)
-        log.info(
-            "http request",
-            method=method,
-            path=scope.get("path"),
-            route=route,
-            status=status,
-            elapsed_ms=round(elapsed_s * 1000, 1),
-        )
+        fields = {
+            "method": method,
+            "path": scope.get("path"),
+            "route": route,
+            "status": status,
+            "elapsed_ms": round(elapsed_s * 1000, 1),
+        }
+        log.info("http request", extra=fields)

@@ -3,6 +3,7 @@ report counted in the metrics. Wraps `Cycle.run_once` for the runner; the cycle 
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 
@@ -11,7 +12,8 @@ import structlog
 from carousel.observability.metrics import ServiceMetrics
 from carousel.scheduler.cycle import CycleReport
 
-log = structlog.get_logger(__name__)
+# The standard library's logger: silent below WARNING until configure_logging routes it (tests, embedding).
+log = logging.getLogger(__name__)
 
 
 def new_cycle_id() -> str:
@@ -36,19 +38,17 @@ def _log(report: CycleReport) -> None:
         log.debug("cycle skipped: another instance holds the leader lock")
         return
     events = report.events
-    busy = (
-        report.claimed or report.files_submitted or report.errors or (events is not None and events.applied)
-    )
-    (log.info if busy else log.debug)(
-        "cycle",
-        health=report.health.value if report.health is not None else None,
-        events=events.applied if events is not None else 0,
-        staged=events.staged if events is not None else 0,
-        failed=events.failed if events is not None else 0,
-        tapes_with_work=report.tapes_with_work,
-        claimed=report.claimed,
-        submitted=report.files_submitted,
-        batches=report.batches_submitted,
-        errors=len(report.errors),
-        elapsed_ms=round(report.elapsed_s * 1000, 1),
-    )
+    fields = {
+        "health": report.health.value if report.health is not None else None,
+        "events": events.applied if events is not None else 0,
+        "staged": events.staged if events is not None else 0,
+        "failed": events.failed if events is not None else 0,
+        "tapes_with_work": report.tapes_with_work,
+        "claimed": report.claimed,
+        "submitted": report.files_submitted,
+        "batches": report.batches_submitted,
+        "errors": len(report.errors),
+        "elapsed_ms": round(report.elapsed_s * 1000, 1),
+    }
+    busy = report.claimed or report.files_submitted or report.errors or fields["events"]
+    log.log(logging.INFO if busy else logging.DEBUG, "cycle", extra=fields)
