@@ -17,6 +17,7 @@ from carousel.api.context import (
     public_base_url,
 )
 from carousel.api.limits import queue_quota
+from carousel.api.metrics import service_metrics
 from carousel.api.native_schemas import (
     FileOut,
     FilePageOut,
@@ -99,6 +100,7 @@ def submit(
         max_path_bytes=limits.max_path_length,
         quota=queue_quota(context.settings),
     )
+    after_commit(session, partial(service_metrics(request).submitted, Api.NATIVE, submitted.files_total))
     response.headers["Location"] = f"{public_base_url(request)}{PREFIX}/requests/{submitted.request_id}"
     return SubmitOut(id=submitted.request_id, files_total=submitted.files_total)
 

@@ -21,6 +21,7 @@ from carousel.api.context import (
     public_base_url,
 )
 from carousel.api.limits import advertised_limits, queue_quota
+from carousel.api.metrics import service_metrics
 from carousel.api.problems import PROBLEM_JSON, AsciiJSONResponse
 from carousel.api.tape_rest_schemas import (
     ArchiveInfoOut,
@@ -100,7 +101,7 @@ def stage(
         client_info=client_info[:CLIENT_INFO_MAX] if client_info else None,
     )
     limits = context.settings.limits
-    request_id = submit_case.submit(
+    submitted = submit_case.submit(
         session,
         context.adapter,
         context.clock,
@@ -109,7 +110,9 @@ def stage(
         max_files=limits.max_files_per_request_tape_rest,
         max_path_bytes=limits.max_path_length,
         quota=queue_quota(context.settings),
-    ).request_id
+    )
+    request_id = submitted.request_id
+    after_commit(session, partial(service_metrics(request).submitted, Api.TAPE_REST, submitted.files_total))
     response.headers["Location"] = f"{public_base_url(request)}{PREFIX}/stage/{request_id}"
     return StageCreated(requestId=request_id)
 
