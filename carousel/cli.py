@@ -197,7 +197,10 @@ def _serve_http(parts: Parts, *, with_scheduler: bool) -> None:
         if settings.anonymous:
             out.print("anonymous access is on: anyone who can reach this address can stage files")
         # log_config=None: uvicorn's records go through the process's structlog handler
-        server = uvicorn.Server(uvicorn.Config(api, log_level="warning", log_config=None))
+        # proxy_headers off: the client address stays the socket's peer, which is what decides whether a
+        # forwarded X.509 subject comes from a trusted proxy (docs/security.md).
+        config = uvicorn.Config(api, log_level="warning", log_config=None, proxy_headers=False)
+        server = uvicorn.Server(config)
         if runner is not None:
             runner.start()
         try:
