@@ -27,7 +27,6 @@ free. Priorities order tapes before scores; fair share across groups is a separa
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -37,6 +36,7 @@ from carousel.domain.planning import LibraryCosts, Plan, ReadOrder, Selection, S
 from policies.common import CostOptions, age_s, busy_tapes, costs_of, offline_plan
 
 RETRIES_WAIT = "its files failed on a mount of this tape: they wait for a later one"
+NO_DRIVE = "no free drive"
 
 
 class CarouselOptions(BaseModel):
@@ -51,19 +51,9 @@ class CarouselOptions(BaseModel):
     costs: CostOptions = Field(default_factory=CostOptions)  # when the library publishes none
 
 
-@dataclass(frozen=True, slots=True)
-class _Candidate:
-    tape: TapeDemand
-    on_drive: bool  # mounted (idle) or busy: no mount to pay
-    service_s: float
-    score: float
-    starving: bool
-
-    def key(self) -> tuple[bool, float, int, float, datetime, str]:
-        # starving tapes first, oldest first among them; then priority, then score
-        since = self.tape.oldest.timestamp() if self.starving else 0.0
-        tape = self.tape
-        return (not self.starving, since, -tape.max_priority, -self.score, tape.oldest, tape.tape)
+# (rank key, tape, on a drive already, starving): the key sorts starving tapes first (oldest first among
+# them), then by priority, then by score; the tape id makes every key unique
+_Ranked = tuple[tuple[bool, float, int, float, datetime, str], TapeDemand, bool, bool]
 
 
 class CarouselPolicy:
@@ -71,6 +61,11 @@ class CarouselPolicy:
 
     def __init__(self, options: CarouselOptions | None = None) -> None:
         self.options = options or CarouselOptions()
+        # the tapes without a drive of the last snapshot, kept while the store hands the same tapes again
+        self._idle_memo: (
+            tuple[tuple[TapeDemand, ...], frozenset[str], list[TapeDemand], dict[str, str]] | None
+        )
+        self._idle_memo = None
 
     def plan(self, snapshot: Snapshot) -> Plan:
         if not snapshot.library.online:
@@ -83,7 +78,7 @@ class CarouselPolicy:
         drives = snapshot.library.drives_total
 
         joining = sorted((t for t in snapshot.tapes if t.tape in busy), key=lambda t: t.tape)
-        others = [t for t in snapshot.tapes if t.tape not in busy]
+        others, no_drive = self._without_drive(snapshot.tapes, busy)
         # the oldest tape without a drive decides whether anyone starves, and when someone will
         oldest = min((t.oldest for t in others), default=None)
         starving_since = now - timedelta(seconds=options.max_wait_s)
@@ -105,30 +100,25 @@ class CarouselPolicy:
         in_use = len(busy)
         if in_use >= drives:
             # nothing to rank: every other tape waits, and only a tape starting to starve changes that
-            waiting.update(dict.fromkeys((t.tape for t in others), "no free drive"))
+            waiting = {**no_drive, **waiting}
             if oldest is not None and joining:
                 wake_at = _earliest(None, oldest + timedelta(seconds=options.max_wait_s), now)
             return Plan(selections=tuple(selections), waiting=waiting, wake_at=wake_at)
 
-        for tape in others:
-            if tape.tape in mounted and tape.retries == tape.files:
-                waiting[tape.tape] = RETRIES_WAIT
-        ranked = sorted(
-            (
-                self._candidate(t, t.tape in mounted, costs, now)
-                for t in others
-                if not (t.tape in mounted and t.retries == t.files)
-            ),
-            key=_Candidate.key,
-        )
         fixed_s = costs.mount_s + costs.unmount_s
-        for candidate in ranked:
-            tape = candidate.tape
+        for rank, (_, tape, on_drive, starving) in enumerate(
+            ranked := self._rank(others, mounted, costs, now)
+        ):
             if in_use >= drives:
-                waiting[tape.tape] = f"no free drive (score {candidate.score:.3g})"
-                wake_at = _earliest(wake_at, self._starving_at(tape), now)
+                # the rest wait for a drive; one of them starting to starve is what time alone changes
+                waiting.update((t.tape, NO_DRIVE) for _, t, _, _ in ranked[rank:])
+                rest = min(t.oldest for _, t, _, _ in ranked[rank:])
+                wake_at = _earliest(wake_at, rest + timedelta(seconds=options.max_wait_s), now)
+                break
+            if on_drive and tape.retries == tape.files:
+                waiting[tape.tape] = RETRIES_WAIT
                 continue
-            if not candidate.on_drive and not candidate.starving:
+            if not on_drive and not starving:
                 threshold = options.patience * self._scarcity(in_use, drives) * fixed_s
                 accrued = tape.files * age_s(tape, now)
                 if accrued < threshold:
@@ -140,22 +130,57 @@ class CarouselPolicy:
                     wake_at = _earliest(wake_at, min(ready, self._starving_at(tape)), now)
                     continue
             in_use += 1
-            selections.append(self._selection(tape, on_drive=candidate.on_drive))
+            selections.append(self._selection(tape, on_drive=on_drive))
         return Plan(selections=tuple(selections), waiting=waiting, wake_at=wake_at)
 
-    def _candidate(self, tape: TapeDemand, on_drive: bool, costs: LibraryCosts, now: datetime) -> _Candidate:
-        files = min(tape.files - (tape.retries if on_drive else 0), self.options.max_files_per_mount)
-        size = tape.bytes if files == tape.files else tape.bytes * files // tape.files
-        service_s = costs.pass_s(files, size) if on_drive else costs.mount_service_s(files, size)
-        worth = costs.read_s(size) / service_s if service_s > 0 else 0.0
-        age = age_s(tape, now)
-        return _Candidate(
-            tape=tape,
-            on_drive=on_drive,
-            service_s=service_s,
-            score=worth * (1.0 + age / self.options.age_scale_s),
-            starving=age >= self.options.max_wait_s,
-        )
+    def _without_drive(
+        self, tapes: tuple[TapeDemand, ...], busy: set[str]
+    ) -> tuple[list[TapeDemand], dict[str, str]]:
+        """The tapes with no drive, and each waiting for one. Kept for the next snapshot if the store hands
+        over the very same tapes again (the replay's memory store does while nothing changes)."""
+        memo = self._idle_memo
+        frozen = frozenset(busy)
+        if memo is not None and memo[0] is tapes and memo[1] == frozen:
+            return memo[2], memo[3]
+        others = [t for t in tapes if t.tape not in busy]
+        no_drive = dict.fromkeys((t.tape for t in others), NO_DRIVE)
+        self._idle_memo = (tapes, frozen, others, no_drive)
+        return others, no_drive
+
+    def _rank(
+        self, tapes: list[TapeDemand], mounted: set[str], costs: LibraryCosts, now: datetime
+    ) -> list[_Ranked]:
+        """Every tape without a drive, best first, scored by the cost model."""
+        options = self.options
+        rate, overhead = costs.rate_bytes_per_s, costs.overhead_s
+        fixed_s = costs.mount_s + costs.unmount_s
+        locate: dict[int, float] = {}
+        now_s = now.timestamp()
+        ranked: list[_Ranked] = []
+        for tape in tapes:
+            on_drive = tape.tape in mounted
+            files = min(tape.files - (tape.retries if on_drive else 0), options.max_files_per_mount)
+            size = tape.bytes if files == tape.files else tape.bytes * max(files, 0) // tape.files
+            per_file = locate.get(files)
+            if per_file is None:
+                per_file = locate[files] = costs.locate_per_file_s(max(files, 1))
+            read_s = size / rate
+            service_s = max(files, 0) * (per_file + overhead) + read_s + (0.0 if on_drive else fixed_s)
+            since = tape.oldest.timestamp()
+            age = max(0.0, now_s - since)
+            starving = age >= options.max_wait_s
+            score = (read_s / service_s if service_s > 0 else 0.0) * (1.0 + age / options.age_scale_s)
+            key = (
+                not starving,
+                since if starving else 0.0,
+                -tape.max_priority,
+                -score,
+                tape.oldest,
+                tape.tape,
+            )
+            ranked.append((key, tape, on_drive, starving))
+        ranked.sort(key=lambda r: r[0])
+        return ranked
 
     def _scarcity(self, in_use: int, drives: int) -> float:
         """ρ(u): 0 up to the knee, then growing without bound as the last drives fill."""

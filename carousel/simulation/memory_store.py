@@ -113,7 +113,10 @@ class MemoryQueueStore:
         self._arrival: list[tuple[datetime, int]] = []  # due queued files by (queued_at, id), lazily pruned
         self._backoff: list[tuple[datetime, int]] = []  # queued files not yet due, by not_before
         self._open_mounts: dict[tuple[str, str | None], MountRecord] = {}
-        self._flying: set[str] = set()  # tapes with files in flight
+        self._flying: dict[str, TapeInFlight] = {}  # tapes with files in flight
+        self._flying_view: tuple[TapeInFlight, ...] | None = ()  # None when it must be rebuilt
+        self._tapes_view: tuple[TapeDemand, ...] | None = ()  # None when it must be rebuilt
+        self._in_flight = 0
         self._active = 0
 
     # --- intake -------------------------------------------------------------------------------------------
@@ -175,19 +178,15 @@ class MemoryQueueStore:
                 (name for name, tape in self._tapes.items() if tape.queued),
                 key=lambda name: (self._demand_of(self._tapes[name]).oldest, name),
             )
-        tapes = tuple(self._demand_of(self._tapes[name]) for name in self._order)
-        in_flight_tapes = tuple(
-            TapeInFlight(
-                name,
-                sum(files for files, _ in tape.in_flight.values()),
-                tuple(GroupDemand(g, files, size) for g, (files, size) in sorted(tape.in_flight.items())),
-            )
-            for name, tape in ((name, self._tapes[name]) for name in sorted(self._flying))
-        )
+        if self._tapes_view is None:
+            self._tapes_view = tuple(self._demand_of(self._tapes[name]) for name in self._order)
+        if self._flying_view is None:
+            # in the order tapes took off: policies plan the same whatever the order (a property test)
+            self._flying_view = tuple(self._flying.values())
         return QueueDemand(
-            tapes=tapes,
-            in_flight=sum(t.files for t in in_flight_tapes),
-            in_flight_tapes=in_flight_tapes,
+            tapes=self._tapes_view,
+            in_flight=self._in_flight,
+            in_flight_tapes=self._flying_view,
             usage=self._usage(now) if self.track_usage else (),
         )
 
@@ -320,6 +319,7 @@ class MemoryQueueStore:
     def _touch(self, name: str) -> None:
         self._tape(name).demand = None
         self._order = None
+        self._tapes_view = None
 
     def _enqueue(self, file: _File) -> None:
         if file.not_before is not None:
@@ -350,11 +350,19 @@ class MemoryQueueStore:
         counts[1] += step * file.size
         if counts[0] == 0:
             del tape.in_flight[file.group]
+        self._in_flight += step
         if tape.in_flight:
-            self._flying.add(tape.name)
+            self._flying[tape.name] = TapeInFlight(
+                tape.name,
+                sum(files for files, _ in tape.in_flight.values()),
+                tuple(GroupDemand(g, files, size) for g, (files, size) in sorted(tape.in_flight.items())),
+            )
         else:
-            self._flying.discard(tape.name)
+            self._flying.pop(tape.name, None)
+        self._flying_view = None
         tape.demand = None
+        if tape.queued:
+            self._tapes_view = None
 
     def _demand_of(self, tape: _Tape) -> TapeDemand:
         if tape.demand is None:
