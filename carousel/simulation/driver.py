@@ -74,23 +74,44 @@ class ReplayResult:
     ticks: int  # cycle intervals the replay spanned
 
 
-def replay(trace: Trace, config: ReplayConfig) -> ReplayResult:
+@dataclass(frozen=True, slots=True)
+class ReplayLibrary:
+    """The simulated library a replay runs against, as the policy's system ran it."""
+
+    library: Library
+    physics: TapePhysics
+    profile: DriveProfile
+    setup: LibrarySetup
+
+    def adapter(self, clock: ManualClock) -> HsmAdapter:
+        """The library behind the service's adapter on `clock` (scale 1), with the setup's read order."""
+        adapter: HsmAdapter = SimulatedAdapter(self.library, clock, scale=1.0)
+        if self.setup.read_order == "shortest_locate":
+            adapter = ShortestLocateFirst(adapter, self.physics)
+        return adapter
+
+
+def replay_library(trace: Trace, config: ReplayConfig) -> ReplayLibrary:
+    """A fresh library holding the trace's files, set up for the configured policy."""
     if config.drives < 1:
         raise ConfigError(f"drives must be at least 1, got {config.drives}")
-    if config.cycle_interval_s <= 0:
-        raise ConfigError(f"cycle interval must be positive, got {config.cycle_interval_s}")
     profile = load_profile(config.profile)
     physics = TapePhysics(profile)
-    policy = build_policy(config.policy, config.policy_options)
     setup = apply_library_file(
         default_setup(config.policy, config.policy_options), config.library, source=config.library_source
     )
-    catalogue = _catalogue(trace, profile)
+    library = _library(_catalogue(trace, profile), physics, config, setup)
+    return ReplayLibrary(library=library, physics=physics, profile=profile, setup=setup)
+
+
+def replay(trace: Trace, config: ReplayConfig) -> ReplayResult:
+    if config.cycle_interval_s <= 0:
+        raise ConfigError(f"cycle interval must be positive, got {config.cycle_interval_s}")
+    built = replay_library(trace, config)
+    profile, physics, setup, library = built.profile, built.physics, built.setup, built.library
+    policy = build_policy(config.policy, config.policy_options)
     clock = ManualClock(EPOCH)
-    library = _library(catalogue, physics, config, setup)
-    adapter: HsmAdapter = SimulatedAdapter(library, clock, scale=1.0)
-    if setup.read_order == "shortest_locate":
-        adapter = ShortestLocateFirst(adapter, physics)
+    adapter = built.adapter(clock)
     store = MemoryQueueStore(
         Retry(config.max_attempts, config.retry_backoff_s),
         track_usage="fair_share" in config.policy_options,
