@@ -41,7 +41,7 @@ def queue_by_state_and_group(session: Session) -> list[QueueCell]:
     )
     return [
         QueueCell(FileState(state), group, files, int(size or 0), oldest)
-        for state, group, files, size, oldest in session.execute(statement).tuples()
+        for state, group, files, size, oldest in session.execute(statement)
     ]
 
 
