@@ -5,8 +5,8 @@ of the window; only the reads that cross a bucket edge or an edge of the window 
 shared between buckets by the caller. Mount sessions are few (one row per mount) and come back as rows.
 
 Times are compared as seconds since the Unix epoch. PostgreSQL has them exactly; SQLite keeps
-`YYYY-MM-DD HH:MM:SS.ffffff` text, whose whole seconds `strftime('%s')` gives and whose fraction is the text
-after the 19th character, so both back-ends give the same seconds to the microsecond. Callers own the
+`YYYY-MM-DD HH:MM:SS.ffffff` text: `strftime('%s')` of its first 19 characters gives the whole seconds and the
+text after them the fraction, so both back-ends give the same seconds to the microsecond. Callers own the
 transaction.
 """
 
@@ -58,7 +58,9 @@ def _epoch_seconds_pg(element: epoch_seconds, compiler: SQLCompiler, **kw: Any) 
 @compiles(epoch_seconds, "sqlite")
 def _epoch_seconds_sqlite(element: epoch_seconds, compiler: SQLCompiler, **kw: Any) -> str:
     column = compiler.process(element.clauses, **kw)
-    return f"(CAST(strftime('%s', {column}) AS REAL) + CAST(substr({column}, 20) AS REAL))"
+    # whole seconds of the first 19 characters only: strftime rounds a fraction to milliseconds first, so
+    # 17.9999 s would become 18 s and, with the fraction added again, 18.9999
+    return f"(CAST(strftime('%s', substr({column}, 1, 19)) AS REAL) + CAST(substr({column}, 20) AS REAL))"
 
 
 @compiles(epoch_bucket, "postgresql")
@@ -74,7 +76,8 @@ def _epoch_bucket_pg(element: epoch_bucket, compiler: SQLCompiler, **kw: Any) ->
 def _epoch_bucket_sqlite(element: epoch_bucket, compiler: SQLCompiler, **kw: Any) -> str:
     # whole seconds divided by a whole width: integer division, the floor for times after 1970
     column, width = list(element.clauses)
-    seconds = f"CAST(strftime('%s', {compiler.process(column, **kw)}) AS INTEGER)"
+    text = compiler.process(column, **kw)
+    seconds = f"CAST(strftime('%s', substr({text}, 1, 19)) AS INTEGER)"
     return f"({seconds} / {compiler.process(width, **kw)})"
 
 
