@@ -72,6 +72,7 @@ class ReplayResult:
     library: LibraryStats
     cycles: int  # planning passes run (skipped ticks not counted)
     ticks: int  # cycle intervals the replay spanned
+    handovers: list[tuple[float, int]]  # (second, files handed to the library) of every pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +133,7 @@ def replay(trace: Trace, config: ReplayConfig) -> ReplayResult:
     arrived = 0
     tick = 0
     cycles = 0
+    handovers: list[tuple[float, int]] = []
     while True:
         now_s = tick * interval
         if now_s > MAX_VIRTUAL_S:
@@ -158,6 +160,7 @@ def replay(trace: Trace, config: ReplayConfig) -> ReplayResult:
         online = health is not Health.OFFLINE
         dispatch = path.run(adapter.capacity(), online, submit=online)
         cycles += 1
+        handovers.append((now_s, dispatch.files_submitted))
         if dispatch.claimed or not config.skip_idle_ticks:
             tick += 1
             continue
@@ -190,6 +193,7 @@ def replay(trace: Trace, config: ReplayConfig) -> ReplayResult:
         library=library.stats(),
         cycles=cycles,
         ticks=ticks,
+        handovers=handovers,
     )
 
 

@@ -145,3 +145,16 @@ def test_bad_invocations_fail_in_one_line(tmp_path, arguments, message):
     result = CliRunner().invoke(app, ["simulate", "--scale", "0.002", *arguments, "--out", str(tmp_path)])
     assert result.exit_code == 2
     assert message in result.output
+
+
+def test_an_outage_stops_submission_until_the_library_is_back(tmp_path):
+    library = LibraryFile(faults={"offline_windows": [{"start_s": 60.0, "end_s": 3000.0}]})
+    config = ReplayConfig(profile="t9940b", drives=3, policy="fifo", library=library)
+    result = replay(small_trace(), config)
+    inside = [files for t, files in result.handovers if 60.0 <= t < 3000.0]
+    assert inside and sum(inside) == 0  # cycles ran during the outage and handed nothing over
+    assert sum(files for t, files in result.handovers if t >= 3000.0) > 0
+    summary = write_outputs(result, tmp_path)
+    assert summary["files"] == small_trace().paths  # nothing was lost to the outage
+    mounted = [float(m["mounted_s"]) for m in read_csv(tmp_path / "mounts.csv")]
+    assert not [t for t in mounted if 60.0 + 60.0 < t < 3000.0]  # no mount starts in the outage
