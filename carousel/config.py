@@ -119,6 +119,13 @@ class Settings(BaseSettings):
     max_attempts: int = Field(default=3, ge=1)
     retry_backoff_s: float = Field(default=600.0, ge=0)
     claim_timeout_s: float = Field(default=300.0, gt=0)  # a CLAIMED file older than this is recovered
+    # A SUBMITTED file with no news for this long is handed to the library again under its batch key (a
+    # no-op where the library still holds it; docs/resilience.md). Hours: a file may wait long in a deep queue.
+    inflight_timeout_s: float = Field(default=6 * 3600.0, gt=0)
+    # After an outage (or batches refused) the cycle's file budget starts at recovery_start_files and grows
+    # linearly to max_files_per_cycle over recovery_ramp_s: the backlog is released at a measured pace.
+    recovery_ramp_s: float = Field(default=600.0, ge=0)
+    recovery_start_files: int = Field(default=50, gt=0)
 
     # Tape REST status documents of at least status_cache_min_files files are kept this long (0: never);
     # clients poll big requests, and the scheduler's progress may show up this much later.

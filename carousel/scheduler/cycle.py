@@ -4,30 +4,44 @@ The HSM never waits on the database inside a transaction: every adapter call hap
 and each database step is one short transaction of its own. The work per cycle grows with the number of tapes
 that have work (the snapshot is per tape), not with the number of queued files.
 
-Crash safety: files are CLAIMED (committed) before they are submitted and SUBMITTED after. A crash between the
-two leaves CLAIMED rows, which a later cycle puts back in the queue after claim_timeout_s.
+Crash safety (docs/resilience.md): files are CLAIMED (committed) before they are submitted and SUBMITTED
+after. A crash between the two leaves CLAIMED rows, which a later cycle puts back in the queue after
+claim_timeout_s. SUBMITTED files are handed to the library again, under their batch key, when a leadership
+term begins and when they have had no news for inflight_timeout_s (carousel.scheduler.inflight). A database
+that goes away makes the cycle skip (nothing is lost: events taken from the library and hand-overs not
+recorded are kept for the next cycle); transactions lost to a deadlock are run again. After an outage of the
+library, submissions resume at a measured pace (carousel.scheduler.pace).
 """
 
 from __future__ import annotations
 
 import time
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import TypeVar
 
 import structlog
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.completion.apply import CompletionReport, RetryRule, apply_events
 from carousel.config import Settings
 from carousel.db import queue_queries as q
 from carousel.db.completion_queries import finish_file
-from carousel.db.engine import transaction
+from carousel.db.engine import run_transaction
 from carousel.db.leader_lock import LeaderLock, leader_lock_for
+from carousel.db.lock_order import lock_links_and_files
+from carousel.db.retry import database_unavailable
 from carousel.domain.clock import Clock
 from carousel.domain.planning import LibraryCosts, Plan
 from carousel.domain.states import FileState
+from carousel.scheduler.inflight import InFlightWatch
+from carousel.scheduler.pace import RecoveryPace
 from carousel.scheduler.planning_path import PlanningPath, published_costs
 from carousel.scheduler.queue_store import DatabaseQueueStore
+from carousel.scheduler.resilient_store import ResilientStore
 from hsm_adapters.base import (
     Capacity,
     Event,
@@ -43,15 +57,28 @@ log = structlog.get_logger(__name__)
 LOOKUPS_PER_CYCLE = 1_000
 CANCELS_PER_CYCLE = 10_000
 
+T = TypeVar("T")
+
+
+def event_stream_name(adapter: HsmAdapter) -> str:
+    """Where completion records the events it applied: the adapter's name and this instance. Event sequence
+    numbers count per adapter instance, so a restarted process (a new instance, counting from 1 again) must
+    not find its events taken for ones applied before. At most 64 characters (applied_events.adapter)."""
+    return f"{adapter.name[:40]}:{uuid.uuid4().hex[:16]}"
+
 
 @dataclass(slots=True)
 class CycleReport:
     """What one cycle did; leader=False means another instance holds the lock and nothing was done."""
 
     leader: bool
+    new_term: bool = False  # this cycle began a leadership term
+    database_unavailable: bool = False  # the database did not answer: the cycle was skipped
     health: Health | None = None
     events: CompletionReport | None = None
+    recorded_late: int = 0  # files whose hand-over record an earlier cycle could not write
     recovered_claims: int = 0
+    resubmitted: int = 0  # SUBMITTED files handed to the library again under their batch key
     resolved: int = 0
     not_on_tape: int = 0
     cancels_pushed: int = 0
@@ -60,6 +87,7 @@ class CycleReport:
     tapes_with_work: int = 0
     in_flight: int = 0  # files with the HSM (or claimed) at snapshot time
     plan: Plan | None = None
+    budget: int = 0  # files this cycle could submit (lower while recovering from an outage)
     claimed: int = 0
     batches_submitted: int = 0
     files_submitted: int = 0
@@ -86,9 +114,10 @@ class Cycle:
         self.policy = policy
         self.clock = clock
         self.leader_lock = leader_lock or leader_lock_for(session_factory)
+        self.store = ResilientStore(DatabaseQueueStore(session_factory))
         # snapshot, plan, claim, submit, record: the very code the trace replay runs over its memory store
         self.path = PlanningPath(
-            DatabaseQueueStore(session_factory),
+            self.store,
             adapter,
             policy,
             clock,
@@ -96,6 +125,14 @@ class Cycle:
             costs=costs if costs is not None else published_costs(adapter),
         )
         self.retry = RetryRule(max_attempts=settings.max_attempts, backoff_s=settings.retry_backoff_s)
+        self.event_stream = event_stream_name(adapter)
+        self.inflight = InFlightWatch(session_factory, adapter, clock, timeout_s=settings.inflight_timeout_s)
+        self.pace = RecoveryPace(
+            max_files=settings.max_files_per_cycle,
+            start_files=settings.recovery_start_files,
+            ramp_s=settings.recovery_ramp_s,
+        )
+        self._term = 0
         # events taken from the adapter but not yet committed: the adapter delivers each once
         self._unapplied: list[Event] = []
         # files whose cancel the HSM answered "in progress": not asked again while they stay so
@@ -103,24 +140,50 @@ class Cycle:
 
     def run_once(self) -> CycleReport:
         started = time.perf_counter()
-        with self.leader_lock.hold() as leader:
-            report = CycleReport(leader=leader)
-            if leader:
-                self._run(report)
+        report = CycleReport(leader=False)
+        try:
+            with self.leader_lock.hold() as leader:
+                report.leader = leader
+                if leader:
+                    self._run(report)
+        except SQLAlchemyError as exc:
+            if not database_unavailable(exc):
+                raise
+            # skip the cycle and carry on: what this cycle took from the library is kept for the next one
+            report.database_unavailable = True
+            report.errors.append(f"database unavailable: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+            log.warning("database unavailable: cycle skipped", error=report.errors[-1])
         report.elapsed_s = time.perf_counter() - started
         return report
 
+    def close(self) -> None:
+        """Stop leading (a standby takes over at its next cycle)."""
+        self.leader_lock.release()
+
     def _run(self, report: CycleReport) -> None:
+        if self.leader_lock.term != self._term:
+            self._term = self.leader_lock.term
+            report.new_term = True
+            self.inflight.new_term()
+        # before anything else: claims recovery must not requeue files a library took under their claim
+        report.recorded_late = self.store.record_unrecorded()
         self._apply_events(report)
         self._recover_claims(report)
         health, capacity = self._library_state(report)
         report.health = health
         online = health is not Health.OFFLINE
+        now = self.clock.now()
+        self.pace.observe_health(health, now)
         if online:
+            if self._resubmit_in_flight(report):
+                capacity = self._library_state(report)[1]  # the library holds more now
             self._retry_lookups(report)
             self._push_cancels(report)
         # an outage stops submission; the plan is still made for the report (its waiting reasons)
+        report.budget = self.pace.budget(now) if online else 0
+        self.path.max_files_per_cycle = max(report.budget, 1)
         dispatch = self.path.run(capacity, online, submit=online)
+        self.pace.observe_refusals(dispatch.returned_to_queue, self.clock.now())
         report.tapes_with_work = len(dispatch.snapshot.tapes)
         report.in_flight = dispatch.snapshot.in_flight
         report.plan = dispatch.plan
@@ -132,6 +195,9 @@ class Cycle:
 
     # --- events -------------------------------------------------------------------------------------------
 
+    def _transaction(self, work: Callable[[Session], T]) -> T:
+        return run_transaction(self.session_factory, work)
+
     def _apply_events(self, report: CycleReport) -> None:
         try:
             self._unapplied.extend(self.adapter.poll_events())
@@ -139,18 +205,26 @@ class Cycle:
             self._note(report, "poll_events", exc)
         if not self._unapplied:
             return
-        with transaction(self.session_factory) as session:
-            report.events = apply_events(session, self.adapter.name, self._unapplied, self.retry)
+        events = self._unapplied
+        report.events = self._transaction(
+            lambda session: apply_events(session, self.event_stream, events, self.retry)
+        )
         self._unapplied = []
 
     # --- recovery -----------------------------------------------------------------------------------------
 
     def _recover_claims(self, report: CycleReport) -> None:
         older = self.clock.now() - timedelta(seconds=self.settings.claim_timeout_s)
-        with transaction(self.session_factory) as session:
-            report.recovered_claims = q.recover_stale_claims(session, older)
+        report.recovered_claims = self._transaction(lambda session: q.recover_stale_claims(session, older))
         if report.recovered_claims:
             log.warning("recovered stale claims", files=report.recovered_claims)
+
+    def _resubmit_in_flight(self, report: CycleReport) -> bool:
+        done = self.inflight.run()
+        report.resubmitted = done.files
+        for error in done.errors:
+            self._note(report, "resubmit", RuntimeError(error))
+        return bool(done.files)
 
     # --- library ------------------------------------------------------------------------------------------
 
@@ -164,8 +238,7 @@ class Cycle:
     # --- lookups ------------------------------------------------------------------------------------------
 
     def _retry_lookups(self, report: CycleReport) -> None:
-        with transaction(self.session_factory) as session:
-            unresolved = q.unresolved_due(session, LOOKUPS_PER_CYCLE)
+        unresolved = self._transaction(lambda session: q.unresolved_due(session, LOOKUPS_PER_CYCLE))
         if not unresolved:
             return
         try:
@@ -174,10 +247,13 @@ class Cycle:
             self._note(report, "lookup", exc)
             return
         now = self.clock.now()
-        with transaction(self.session_factory) as session:
+
+        def record(session: Session) -> tuple[int, int]:
+            resolved = not_on_tape = 0
+            lock_links_and_files(session, [file.id for file in unresolved])
             for file, result in zip(unresolved, results, strict=True):
                 if isinstance(result, OnTape):
-                    report.resolved += q.resolve_to_tape(
+                    resolved += q.resolve_to_tape(
                         session,
                         file.id,
                         tape=result.tape,
@@ -185,7 +261,7 @@ class Cycle:
                         size_bytes=result.size_bytes,
                     )
                 elif isinstance(result, NotOnTape):
-                    report.not_on_tape += finish_file(
+                    not_on_tape += finish_file(
                         session,
                         file.id,
                         FileState.FAILED,
@@ -195,12 +271,14 @@ class Cycle:
                     )
                 else:
                     q.still_unresolved(session, file.id, result.reason, now)
+            return resolved, not_on_tape
+
+        report.resolved, report.not_on_tape = self._transaction(record)
 
     # --- cancels ------------------------------------------------------------------------------------------
 
     def _push_cancels(self, report: CycleReport) -> None:
-        with transaction(self.session_factory) as session:
-            unwanted = q.unwanted_in_flight(session, CANCELS_PER_CYCLE)
+        unwanted = self._transaction(lambda session: q.unwanted_in_flight(session, CANCELS_PER_CYCLE))
         self._cancel_asked &= set(unwanted)
         to_ask = [file_id for file_id in unwanted if file_id not in self._cancel_asked]
         if not to_ask:
@@ -214,8 +292,10 @@ class Cycle:
         self._cancel_asked |= {int(key) for key in answer.in_progress}
         # files the HSM will not read, or never had, end here; those in progress end by their events
         stopped = [int(key) for key in (*answer.cancelled, *answer.unknown)]
-        with transaction(self.session_factory) as session:
-            report.cancelled, report.cancel_requeued = q.settle_cancelled(session, stopped, self.clock.now())
+        now = self.clock.now()
+        report.cancelled, report.cancel_requeued = self._transaction(
+            lambda session: q.settle_cancelled(session, stopped, now)
+        )
 
     def _note(self, report: CycleReport, step: str, exc: Exception) -> None:
         log.warning("adapter call failed", step=step, error=str(exc))

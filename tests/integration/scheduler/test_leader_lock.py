@@ -1,4 +1,5 @@
-"""Several schedulers on one PostgreSQL database: exactly one plans at a time."""
+"""Several schedulers on one PostgreSQL database: exactly one plans at a time, and it stays the leader until
+it stops (its lock connection closes); the next cycle of a standby then takes over, in a new term."""
 
 from __future__ import annotations
 
@@ -58,15 +59,32 @@ def test_two_cycles_at_once_only_one_plans(postgres_databases, postgres_template
         assert reports[0].leader and reports[0].files_submitted == 4
         assert set(file_states(factory).values()) == {"SUBMITTED"}
 
-        assert second.run_once().leader  # the lock went with the first cycle's end
+        assert not second.run_once().leader  # the leader keeps the lock between its cycles
+        assert first.run_once().leader
+
+        first.close()  # the leader stops
+        taken_over = second.run_once()
+        assert taken_over.leader and taken_over.new_term
+        assert not first.run_once().leader
+        second.close()
     finally:
         engine.dispose()
         postgres_databases.drop(url)
 
 
-def test_sqlite_runs_one_instance_without_a_lock(session_factory):
-    lock = leader_lock_for(session_factory)
-    dialect = session_factory.kw["bind"].dialect.name
-    assert isinstance(lock, AdvisoryLock if dialect == "postgresql" else SingleProcessLock)
-    with lock.hold() as leader:
-        assert leader
+def test_the_lock_suits_the_database(fresh_database_url):
+    engine = make_engine(fresh_database_url)
+    try:
+        lock = leader_lock_for(make_session_factory(engine))
+        assert isinstance(lock, AdvisoryLock if engine.dialect.name == "postgresql" else SingleProcessLock)
+        with lock.hold() as leader:
+            assert leader and lock.term == 1
+        with lock.hold() as leader:
+            assert leader and lock.term == 1  # still the same term
+        lock.release()
+    finally:
+        engine.dispose()
+
+
+def test_sessions_bound_to_one_connection_need_no_lock(session_factory):
+    assert isinstance(leader_lock_for(session_factory), SingleProcessLock)
