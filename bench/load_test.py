@@ -1,0 +1,293 @@
+"""Load test: many clients submitting stage requests and polling them, against `carousel serve` (API and
+scheduler in one process, as deployed) on PostgreSQL, over loopback HTTP.
+
+Each client has a static bearer token of its own (so authentication and the per-caller rate and queue
+quotas are paid on every call, with limits far above what the clients ask). It loops until the deadline:
+stage FILES_PER_REQUEST random files of the simulated library through the Tape REST API, then poll the
+request's status every POLL_INTERVAL_S (as gfal2 does) until its files ended or MAX_POLLS polls, then
+the next request. Any transport error or an unexpected status is an error. Bounded in time and count:
+every client stops at its deadline, every call has a timeout.
+
+The baseline, measured first in the same run against the same service: one client alone.
+
+Run: .venv/bin/python -m bench.load_test [--clients 200] [--duration 60] [--baseline 10]
+(PostgreSQL admin URL from CAROUSEL_BENCH_DATABASE_URL, default postgresql+psycopg://postgres@127.0.0.1:5432/
+postgres; a throwaway database is created and dropped.) Exit status 1 if any call failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import random
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+from sqlalchemy import create_engine, make_url, text
+from sqlalchemy.engine import URL
+
+from carousel.domain.clock import ManualClock
+from hsm_adapters.simulated.adapter import build_simulated_adapter
+
+ADMIN_URL_ENV = "CAROUSEL_BENCH_DATABASE_URL"
+DEFAULT_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+LIBRARY: dict[str, Any] = {
+    "profile": "lto8",
+    "drives": 16,
+    "catalogue": {"generate": {"seed": 5, "cartridges": 400, "files_per_cartridge": 50}},
+    "scale": 1000.0,
+}
+FILES_PER_REQUEST = 5
+POLL_INTERVAL_S = 1.0
+MAX_POLLS = 5
+CALL_TIMEOUT_S = 30.0
+START_TIMEOUT_S = 60.0
+FINAL = {"COMPLETED", "FAILED", "CANCELLED"}
+
+
+@dataclass
+class Tally:
+    """Latencies (seconds) by kind of call, and errors."""
+
+    latencies: dict[str, list[float]] = field(default_factory=lambda: {"stage": [], "status": []})
+    errors: int = 0
+    error_samples: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    def record(self, kind: str, seconds: float) -> None:
+        self.latencies[kind].append(seconds)
+
+    def fail(self, what: str) -> None:
+        self.errors += 1
+        if len(self.error_samples) < 5:
+            self.error_samples.append(what[:300])
+
+    @property
+    def calls(self) -> int:
+        return sum(len(values) for values in self.latencies.values())
+
+    def all_latencies(self) -> list[float]:
+        return [value for values in self.latencies.values() for value in values]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+async def _client(
+    http: httpx.AsyncClient, token: str, paths: list[str], seed: int, deadline: float, tally: Tally
+) -> None:
+    rng = random.Random(seed)
+    headers = {"Authorization": f"Bearer {token}"}
+    while time.monotonic() < deadline:
+        files = [{"path": path} for path in rng.sample(paths, FILES_PER_REQUEST)]
+        started = time.perf_counter()
+        try:
+            response = await http.post("/api/v1/stage", json={"files": files}, headers=headers)
+        except httpx.HTTPError as exc:
+            tally.fail(f"stage: {type(exc).__name__}: {exc}")
+            continue
+        tally.record("stage", time.perf_counter() - started)
+        if response.status_code != 201:
+            tally.fail(f"stage: {response.status_code} {response.text}")
+            continue
+        request_id = response.json()["requestId"]
+        for _ in range(MAX_POLLS):
+            await anyio.sleep(min(POLL_INTERVAL_S, max(0.0, deadline - time.monotonic())))
+            if time.monotonic() >= deadline:
+                return
+            started = time.perf_counter()
+            try:
+                response = await http.get(f"/api/v1/stage/{request_id}", headers=headers)
+            except httpx.HTTPError as exc:
+                tally.fail(f"status: {type(exc).__name__}: {exc}")
+                break
+            tally.record("status", time.perf_counter() - started)
+            if response.status_code != 200:
+                tally.fail(f"status: {response.status_code} {response.text}")
+                break
+            if all(f.get("state") in FINAL for f in response.json()["files"]):
+                break
+
+
+def run_clients(base_url: str, tokens: list[str], paths: list[str], duration_s: float) -> Tally:
+    """len(tokens) clients for duration_s, each with its own token; returns what they measured."""
+    tally = Tally()
+
+    async def run() -> None:
+        limits = httpx.Limits(max_connections=len(tokens), max_keepalive_connections=len(tokens))
+        async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=CALL_TIMEOUT_S) as http:
+            deadline = time.monotonic() + duration_s
+            async with anyio.create_task_group() as group:
+                for index, token in enumerate(tokens):
+                    group.start_soon(_client, http, token, paths, index, deadline, tally)
+
+    started = time.monotonic()
+    anyio.run(run)
+    tally.elapsed_s = time.monotonic() - started
+    return tally
+
+
+@contextmanager
+def throwaway_database(admin_url: URL) -> Iterator[URL]:
+    name = f"carousel_load_{os.getpid()}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT", pool_size=1)
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield admin_url.set(database=name)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def _config(directory: Path, database_url: URL, port: int, tokens: list[str]) -> Path:
+    generate = LIBRARY["catalogue"]["generate"]
+    lines = [
+        f'database_url = "{database_url.render_as_string(hide_password=False)}"',
+        'host = "127.0.0.1"',
+        f"port = {port}",
+        "anonymous = false",
+        "cycle_interval_s = 1.0",
+        "",
+        "[quotas]  # far above what the clients ask: paid on every call, never reached",
+        "caller_calls_per_s = 50.0",
+        "caller_burst = 100",
+        "max_queued_files_per_caller = 100000",
+        "",
+        "[adapter_options]",
+        f'profile = "{LIBRARY["profile"]}"',
+        f"drives = {LIBRARY['drives']}",
+        f"scale = {LIBRARY['scale']}",
+        "",
+        "[adapter_options.catalogue.generate]",
+        *(f"{key} = {value}" for key, value in generate.items()),
+    ]
+    for index, token in enumerate(tokens):
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        lines += ["", "[[auth.static_tokens]]", f'name = "client-{index}"', f'sha256 = "{digest}"']
+    config = directory / "carousel.toml"
+    config.write_text("\n".join(lines) + "\n")
+    return config
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"carousel serve exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"carousel serve was not ready within {START_TIMEOUT_S:g} s:\n{log.read_text()}")
+
+
+@contextmanager
+def running_service(database_url: URL, tokens: list[str]) -> Iterator[str]:
+    """`carousel db upgrade` and `carousel serve` on a free loopback port; yields its base URL."""
+    carousel = str(Path(sys.executable).with_name("carousel"))
+    with tempfile.TemporaryDirectory(prefix="carousel-load-") as tmp:
+        directory = Path(tmp)
+        port = _free_port()
+        env = {
+            k: v for k, v in os.environ.items() if not k.startswith("CAROUSEL_") and "proxy" not in k.lower()
+        }
+        env["CAROUSEL_CONFIG"] = str(_config(directory, database_url, port, tokens))
+        subprocess.run([carousel, "db", "upgrade"], env=env, check=True, capture_output=True, timeout=120)
+        log = directory / "serve.log"
+        with log.open("wb") as sink:
+            process = subprocess.Popen([carousel, "serve"], env=env, stdout=sink, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_ready(url, process, log)
+            yield url
+        finally:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def library_paths() -> list[str]:
+    adapter = build_simulated_adapter(LIBRARY, ManualClock())
+    try:
+        return list(adapter.library.catalogue)
+    finally:
+        adapter.close()
+
+
+def run_load(
+    clients: int, duration_s: float, baseline_s: float, admin_url: URL | None = None
+) -> tuple[Tally, Tally]:
+    """The baseline (one client for baseline_s), then `clients` clients for duration_s, on one service."""
+    admin_url = admin_url or make_url(os.environ.get(ADMIN_URL_ENV, DEFAULT_ADMIN_URL))
+    tokens = [secrets.token_urlsafe(24) for _ in range(clients)]
+    paths = library_paths()
+    with throwaway_database(admin_url) as database_url, running_service(database_url, tokens) as url:
+        baseline = run_clients(url, tokens[:1], paths, baseline_s)
+        loaded = run_clients(url, tokens, paths, duration_s)
+    return baseline, loaded
+
+
+def _line(label: str, tally: Tally) -> str:
+    rate = tally.calls / tally.elapsed_s
+    parts = [f"{label}: {tally.calls} calls in {tally.elapsed_s:.1f} s ({rate:.0f}/s), errors {tally.errors}"]
+    for kind, values in (("all", tally.all_latencies()), *tally.latencies.items()):
+        p50, p99 = percentile(values, 50) * 1000, percentile(values, 99) * 1000
+        worst = max(values, default=float("nan")) * 1000
+        parts.append(
+            f"  {kind:6s} n={len(values):6d}  p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  max {worst:7.1f} ms"
+        )
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--clients", type=int, default=200)
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
+    parser.add_argument("--baseline", type=float, default=10.0, help="seconds of the one-client baseline")
+    args = parser.parse_args(argv)
+    baseline, loaded = run_load(args.clients, args.duration, args.baseline)
+    print(_line("baseline, 1 client", baseline))
+    print(_line(f"load, {args.clients} clients", loaded))
+    for q in (50, 99):
+        ratio = percentile(loaded.all_latencies(), q) / percentile(baseline.all_latencies(), q)
+        print(f"p{q} under load / p{q} of one client: {ratio:.2f}")
+    for sample in baseline.error_samples + loaded.error_samples:
+        print(f"error: {sample}", file=sys.stderr)
+    return 1 if baseline.errors or loaded.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

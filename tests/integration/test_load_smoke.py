@@ -1,0 +1,23 @@
+"""A short run of the load test (bench/load_test.py): 20 clients, each with its own bearer token,
+submitting and polling for 5 s against `carousel serve` on PostgreSQL over loopback. No call may fail."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from sqlalchemy import make_url
+
+from bench.load_test import run_load
+from tests.integration.conftest import ADMIN_URL_ENV, DEFAULT_ADMIN_URL
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+
+
+def test_twenty_clients_for_five_seconds_without_an_error() -> None:
+    admin_url = make_url(os.environ.get(ADMIN_URL_ENV, DEFAULT_ADMIN_URL))
+    baseline, loaded = run_load(clients=20, duration_s=5.0, baseline_s=1.0, admin_url=admin_url)
+    assert baseline.errors == 0, baseline.error_samples
+    assert loaded.errors == 0, loaded.error_samples
+    assert len(loaded.latencies["stage"]) >= 20  # every client got at least one request in
+    assert len(loaded.latencies["status"]) >= 20  # and polled it
