@@ -11,6 +11,7 @@ from carousel.api import health, limits, native, tape_rest
 from carousel.api.auth import install_auth
 from carousel.api.body_limit import BodyLimit
 from carousel.api.context import AppContext
+from carousel.api.db_errors import DatabaseErrors
 from carousel.api.operations import install_operations
 from carousel.api.problems import install_problem_handlers
 from carousel.api.status_cache import StatusCache
@@ -62,6 +63,7 @@ def create_app(
     app.include_router(tape_rest.router)
     app.include_router(native.router)
     app.include_router(limits.router)
+    app.add_middleware(DatabaseErrors)  # inside BodyLimit: it replays bodies already within the limit
     app.add_middleware(BodyLimit, max_body_bytes=settings.limits.max_body_bytes)
     install_operations(app, metrics)  # last: its request-id middleware wraps every other one
     return app

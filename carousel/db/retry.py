@@ -9,15 +9,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import psycopg.errors
 import structlog
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_random_exponential,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -55,6 +63,23 @@ def retrying(*, attempts: int = ATTEMPTS, sleep: Callable[[float], None] = time.
     last failure, is raised as it is."""
     return Retrying(
         retry=retry_if_exception(lost_to_another_transaction),
+        stop=stop_after_attempt(attempts),
+        wait=wait_random_exponential(multiplier=FIRST_PAUSE_S, max=MAX_PAUSE_S),
+        sleep=sleep,
+        before_sleep=_log_retry,
+        reraise=True,
+    )
+
+
+def async_retrying(
+    *,
+    attempts: int = ATTEMPTS,
+    also_if: Callable[[], bool] = lambda: True,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> AsyncRetrying:
+    """`retrying` for coroutines (API requests); `also_if` can veto a retry (a response already sent)."""
+    return AsyncRetrying(
+        retry=retry_if_exception(lambda exc: lost_to_another_transaction(exc) and also_if()),
         stop=stop_after_attempt(attempts),
         wait=wait_random_exponential(multiplier=FIRST_PAUSE_S, max=MAX_PAUSE_S),
         sleep=sleep,
