@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import Literal
+from typing import Literal, TextIO
 
 import structlog
 from structlog.typing import Processor
@@ -30,15 +30,16 @@ _SHARED: list[Processor] = [
 ]
 
 
-def _renderer(log_format: LogFormat) -> Processor:
+def _renderer(log_format: LogFormat, stream: TextIO) -> Processor:
     if log_format == "json":
         return structlog.processors.JSONRenderer()
-    return structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+    return structlog.dev.ConsoleRenderer(colors=stream.isatty())
 
 
-def configure_logging(log_format: LogFormat, level: str = "INFO") -> None:
-    """Route every log record through structlog to standard error, rendered as JSON or for the console.
-    Calling it again replaces the previous configuration (the last call wins)."""
+def configure_logging(log_format: LogFormat, level: str = "INFO", stream: TextIO | None = None) -> None:
+    """Route every log record through structlog to `stream` (standard error by default), rendered as JSON or
+    for the console. Calling it again replaces the previous configuration (the last call wins)."""
+    out = stream if stream is not None else sys.stderr
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):
         raise ValueError(f"unknown log level {level!r}")
@@ -51,14 +52,14 @@ def configure_logging(log_format: LogFormat, level: str = "INFO") -> None:
         ],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
-        cache_logger_on_first_use=True,
+        cache_logger_on_first_use=False,  # a later configure_logging reaches loggers already used
     )
     final: list[Processor] = [structlog.stdlib.ProcessorFormatter.remove_processors_meta]
     if log_format == "json":
         final.append(structlog.processors.dict_tracebacks)
-    final.append(_renderer(log_format))
+    final.append(_renderer(log_format, out))
     formatter = structlog.stdlib.ProcessorFormatter(foreign_pre_chain=_SHARED, processors=final)
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(out)
     handler.setFormatter(formatter)
     root = logging.getLogger()
     for old in list(root.handlers):
