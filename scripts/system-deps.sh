@@ -9,6 +9,7 @@ packages=(
   gfal2 gfal2-plugin-http gfal2-util-scripts python3-gfal2   # real Tape REST clients
   xrootd-server xrootd-client                                  # real XRootD for the prepare plug-in
   iproute2 util-linux                                          # ip, unshare: loopback-only namespaces
+  chromium                                                     # headless screenshots of the dashboard
 )
 
 as_root() {
