@@ -6,6 +6,9 @@ ManualClock makes it run in virtual time (tests and the stepped service move the
 brings the library up to the clock's present and delivers the events that happened meanwhile, to the sink
 if one is set (pushed during that call), otherwise kept for `poll_events`. Event times are mapped back:
 at = t0 + t / scale.
+
+With a read log (hsm_adapters.simulated.read_log), files the library brought to disk in an earlier process
+are on disk: their submission is answered FILE_STAGED at once, without a tape read.
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ from carousel.domain.errors import ConfigError, Unavailable
 from carousel.domain.planning import LibraryCosts
 from hsm_adapters.base import (
     Batch,
+    BatchFile,
     CancelResult,
     Capacity,
     Event,
+    EventKind,
     EventSink,
     Health,
     LookupResult,
@@ -41,6 +46,7 @@ from hsm_adapters.simulated.faults import FaultPlan, fault_plan_from_mapping, lo
 from hsm_adapters.simulated.library import Discipline, Library, SimEvent
 from hsm_adapters.simulated.physics import TapePhysics
 from hsm_adapters.simulated.profiles import load_profile
+from hsm_adapters.simulated.read_log import DISK, TAPE, ReadLog
 
 
 class SimulatedAdapter:
@@ -55,6 +61,7 @@ class SimulatedAdapter:
         *,
         scale: float = 1.0,
         lookup_timeout_s: float = 10.0,
+        read_log: ReadLog | None = None,
     ) -> None:
         if scale <= 0:
             raise ConfigError(f"scale must be > 0, got {scale}")
@@ -69,6 +76,10 @@ class SimulatedAdapter:
         self._pushing = False
         self._lock = threading.RLock()
         self._closed = False
+        self._read_log = read_log
+        self._keys: set[str] = (
+            set()
+        )  # batch keys taken, kept only with a read log (disk answers bypass the library)
 
     # --- clocks -------------------------------------------------------------------------------------------
 
@@ -112,8 +123,33 @@ class SimulatedAdapter:
     def submit(self, batch: Batch) -> None:
         with self._lock:
             t = self.advance()
+            if self._read_log is not None:
+                self._submit_past_disk(batch, self._read_log, t)
+                return
             self.library.submit(batch, t + self.library.faults.latency_s(t))
             self._deliver(self.library.take_events())
+
+    def _submit_past_disk(self, batch: Batch, read_log: ReadLog, t: float) -> None:
+        """Files on disk are answered at once; the rest of the batch goes to the library."""
+        if batch.key in self._keys:
+            return
+        cached = [f for f in batch.files if f.path in read_log.on_disk]
+        rest = tuple(f for f in batch.files if f.path not in read_log.on_disk)
+        if rest:
+            self.library.submit(
+                Batch(batch.key, batch.tape, rest, batch.service_class), t + self.library.faults.latency_s(t)
+            )
+        elif self.library.health(t) is Health.OFFLINE:
+            raise Unavailable(f"the simulated library is offline; batch {batch.key!r} was not accepted")
+        self._keys.add(batch.key)
+        self._deliver(self.library.take_events())
+        self._deliver([self._from_disk(f, batch, t) for f in cached], source=DISK)
+
+    @staticmethod
+    def _from_disk(file: BatchFile, batch: Batch, t: float) -> SimEvent:
+        return SimEvent(
+            EventKind.FILE_STAGED, t, batch.tape, None, file.key, file.path, batch.key, file.size_bytes
+        )
 
     def cancel(self, file_keys: Sequence[str]) -> CancelResult:
         with self._lock:
@@ -149,6 +185,8 @@ class SimulatedAdapter:
         with self._lock:
             self._closed = True
             self._sink = None
+            if self._read_log is not None:
+                self._read_log.close()
 
     # --- internals ----------------------------------------------------------------------------------------
 
@@ -156,7 +194,11 @@ class SimulatedAdapter:
         if self._closed:
             raise Unavailable("the simulated library adapter is closed")
 
-    def _deliver(self, events: list[SimEvent]) -> None:
+    def _deliver(self, events: list[SimEvent], *, source: str = TAPE) -> None:
+        if self._read_log is not None:
+            self._read_log.record(
+                source, ((e.path, e.batch_key) for e in events if e.kind is EventKind.FILE_STAGED and e.path)
+            )
         for sim in events:
             self._seq += 1
             self._pending.append(
@@ -239,6 +281,7 @@ class SimulatedOptions(_Strict):
     new_media_fraction: Annotated[float, Field(ge=0, le=1)] = 0.0
     seed: int = 0  # picks the new cartridges
     lookup_timeout_s: Annotated[float, Field(gt=0)] = 10.0
+    read_log: str | None = None  # a file: see hsm_adapters.simulated.read_log
 
 
 def parse_options(options: Mapping[str, object]) -> SimulatedOptions:
@@ -287,4 +330,10 @@ def build_simulated_adapter(options: Mapping[str, object], clock: Clock) -> Simu
         new_cartridges=new_media,
         dismount_delay_s=parsed.dismount_delay_s,
     )
-    return SimulatedAdapter(library, clock, scale=parsed.scale, lookup_timeout_s=parsed.lookup_timeout_s)
+    return SimulatedAdapter(
+        library,
+        clock,
+        scale=parsed.scale,
+        lookup_timeout_s=parsed.lookup_timeout_s,
+        read_log=ReadLog(parsed.read_log) if parsed.read_log is not None else None,
+    )

@@ -1,0 +1,71 @@
+"""A persistent log of the files the simulated library brought to disk, and the disk cache it stands for.
+
+The simulated library lives in the process that runs it: when the process ends, its memory of what it read
+goes with it, whereas a real HSM's disk cache outlives carousel. With a read log (adapter option `read_log`)
+the adapter appends one CSV line per file that reaches disk: `instance,source,path,batch_key`, source `tape`
+for a read from tape, `disk` for a file that was on disk already. A new process starts with the paths of the
+log on disk: a submission of one is answered FILE_STAGED at once, without a tape read, as an HSM answers for
+a file in its cache. Counting the `tape` lines of a path tells how often it was read from tape, across
+restarts. Nothing is ever evicted: this is for tests and demonstrations of crash recovery.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+from typing import NamedTuple
+
+from carousel.domain.errors import ConfigError
+
+TAPE = "tape"
+DISK = "disk"
+
+
+class ReadLogLine(NamedTuple):
+    instance: str  # the adapter instance (one per process) that wrote the line
+    source: str  # TAPE or DISK
+    path: str
+    batch_key: str
+
+
+def read_log_lines(path: str | Path) -> list[ReadLogLine]:
+    """The lines of a read log (none when the file does not exist yet)."""
+    file = Path(path)
+    if not file.exists():
+        return []
+    lines: list[ReadLogLine] = []
+    with file.open(newline="", encoding="utf-8") as handle:
+        for number, row in enumerate(csv.reader(handle), start=1):
+            if len(row) != len(ReadLogLine._fields):
+                raise ConfigError(f"{file}, line {number}: expected instance,source,path,batch_key")
+            lines.append(ReadLogLine(*row))
+    return lines
+
+
+class ReadLog:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.instance = uuid.uuid4().hex[:12]
+        self.on_disk: set[str] = {line.path for line in read_log_lines(self.path)}
+        try:
+            self._file = self.path.open("a", newline="", encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"read_log {self.path}: cannot open for appending: {exc}") from exc
+
+    def record(self, source: str, staged: Iterable[tuple[str, str | None]]) -> None:
+        """Append (path, batch key) of files that reached disk; flushed at once, so a killed process loses
+        no line it wrote."""
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        for path, batch_key in staged:
+            writer.writerow((self.instance, source, path, batch_key or ""))
+            self.on_disk.add(path)
+        if buffer.tell():
+            self._file.write(buffer.getvalue())
+            self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
