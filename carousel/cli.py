@@ -187,7 +187,7 @@ def _serve_http(parts: Parts, *, with_scheduler: bool) -> None:
         session_factory=parts.session_factory,
         metrics=parts.metrics,
     )
-    runner = _cycle(parts)[1] if with_scheduler else None
+    scheduling = _cycle(parts) if with_scheduler else None
     with _listen(settings.host, settings.port) as sock:
         host, port = sock.getsockname()[:2]
         base = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
@@ -201,13 +201,14 @@ def _serve_http(parts: Parts, *, with_scheduler: bool) -> None:
         # forwarded X.509 subject comes from a trusted proxy (docs/security.md).
         config = uvicorn.Config(api, log_level="warning", log_config=None, proxy_headers=False)
         server = uvicorn.Server(config)
-        if runner is not None:
-            runner.start()
+        if scheduling is not None:
+            scheduling[1].start()
         try:
             server.run(sockets=[sock])
         finally:
-            if runner is not None:
-                runner.stop()
+            if scheduling is not None:
+                scheduling[1].stop()
+                scheduling[0].close()  # gives up the leader lock: a standby takes over at once
 
 
 def _safe_url(url: str) -> str:
@@ -247,6 +248,7 @@ def scheduler(
         cycle, runner = _cycle(parts)
         if once:
             _print_cycle(cycle.run_once())
+            cycle.close()
             return
         stop = threading.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -258,6 +260,7 @@ def scheduler(
             stop.wait()
         finally:
             runner.stop()
+            cycle.close()  # gives up the leader lock: a standby takes over at once
             stop_metrics()
 
 
@@ -277,6 +280,8 @@ def _scheduler_metrics(parts: Parts) -> Callable[[], None]:
 
 
 def _print_cycle(report: CycleReport) -> None:
+    if report.database_unavailable:
+        raise CliFailure(report.errors[-1])
     if not report.leader:
         out.print("another scheduler holds the leader lock: nothing done")
         return
