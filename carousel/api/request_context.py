@@ -26,6 +26,8 @@ HEADER = "X-Request-ID"
 # What a caller's id may be to be kept: short, and safe to log and echo.
 _ACCEPTABLE = re.compile(r"^[A-Za-z0-9._:@/+=-]{1,128}$")
 UNMATCHED = "unmatched"  # the route label of requests no route matched (404s)
+# Asked every few seconds by probes and scrapers: logged at DEBUG, so INFO shows what people and clients do.
+FREQUENT = frozenset({"/healthz", "/readyz", "/metrics"})
 
 
 def request_id_from(headers: Headers) -> str:
@@ -73,4 +75,5 @@ class RequestContext:
             "status": status,
             "elapsed_ms": round(elapsed_s * 1000, 1),
         }
-        log.info("http request", extra=fields)
+        level = logging.DEBUG if route in FREQUENT and status < 400 else logging.INFO
+        log.log(level, "http request", extra=fields)

@@ -62,6 +62,7 @@ def test_a_request_id_is_kept_or_made_and_bound_to_the_logs(recorded: Recorded, 
         kept = api.get("/probe", headers={"X-Request-ID": "job-42.attempt:1"})
         replaced = api.get("/probe", headers={"X-Request-ID": "bad id with spaces"})
         made = api.get("/api/reports/nope")
+        api.get("/healthz")
     assert kept.headers["x-request-id"] == "job-42.attempt:1"
     assert replaced.headers["x-request-id"] not in ("", "bad id with spaces")
     assert len(made.headers["x-request-id"]) == 32 and made.status_code == 404
@@ -72,11 +73,12 @@ def test_a_request_id_is_kept_or_made_and_bound_to_the_logs(recorded: Recorded, 
     assert [r["request_id"] for r in inside] == ["job-42.attempt:1", replaced.headers["x-request-id"]]
     assert inside[0]["level"] == "warning" and inside[0]["logger"] == "tests.probe"
     access = [r for r in records if r["event"] == "http request"]
-    assert [(r["request_id"], r["route"], r["status"]) for r in access] == [
-        ("job-42.attempt:1", "/probe", 200),
-        (replaced.headers["x-request-id"], "/probe", 200),
-        (made.headers["x-request-id"], "/api/reports/{kind}", 404),
+    assert [(r["request_id"], r["route"], r["status"], r["level"]) for r in access[:3]] == [
+        ("job-42.attempt:1", "/probe", 200, "info"),
+        (replaced.headers["x-request-id"], "/probe", 200, "info"),
+        (made.headers["x-request-id"], "/api/reports/{kind}", 404, "info"),
     ]
+    assert (access[3]["route"], access[3]["level"]) == ("/healthz", "debug")  # probes: below INFO
     assert all(r["timestamp"].endswith("Z") for r in access)
 
 
