@@ -131,7 +131,11 @@ def run_clients(base_url: str, tokens: list[str], paths: list[str], duration_s: 
     tally = Tally()
 
     async def run() -> None:
-        limits = httpx.Limits(max_connections=len(tokens), max_keepalive_connections=len(tokens))
+        # Idle connections are dropped before the server's 5 s keep-alive ends: else a request may go out
+        # on a connection the server is closing at that moment (a disconnect, no answer).
+        limits = httpx.Limits(
+            max_connections=len(tokens), max_keepalive_connections=len(tokens), keepalive_expiry=2.0
+        )
         async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=CALL_TIMEOUT_S) as http:
             deadline = time.monotonic() + duration_s
             async with anyio.create_task_group() as group:
@@ -210,8 +214,9 @@ def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
 
 
 @contextmanager
-def running_service(database_url: URL, tokens: list[str]) -> Iterator[str]:
-    """`carousel db upgrade` and `carousel serve` on a free loopback port; yields its base URL."""
+def running_service(database_url: URL, tokens: list[str], command: str = "serve") -> Iterator[str]:
+    """`carousel db upgrade` and `carousel <command>` (serve: API and scheduler; api: the API alone) on a
+    free loopback port; yields its base URL."""
     carousel = str(Path(sys.executable).with_name("carousel"))
     with tempfile.TemporaryDirectory(prefix="carousel-load-") as tmp:
         directory = Path(tmp)
@@ -223,7 +228,7 @@ def running_service(database_url: URL, tokens: list[str]) -> Iterator[str]:
         subprocess.run([carousel, "db", "upgrade"], env=env, check=True, capture_output=True, timeout=120)
         log = directory / "serve.log"
         with log.open("wb") as sink:
-            process = subprocess.Popen([carousel, "serve"], env=env, stdout=sink, stderr=subprocess.STDOUT)
+            process = subprocess.Popen([carousel, command], env=env, stdout=sink, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
         try:
             _wait_ready(url, process, log)
@@ -246,13 +251,13 @@ def library_paths() -> list[str]:
 
 
 def run_load(
-    clients: int, duration_s: float, baseline_s: float, admin_url: URL | None = None
+    clients: int, duration_s: float, baseline_s: float, admin_url: URL | None = None, command: str = "serve"
 ) -> tuple[Tally, Tally]:
     """The baseline (one client for baseline_s), then `clients` clients for duration_s, on one service."""
     admin_url = admin_url or make_url(os.environ.get(ADMIN_URL_ENV, DEFAULT_ADMIN_URL))
     tokens = [secrets.token_urlsafe(24) for _ in range(clients)]
     paths = library_paths()
-    with throwaway_database(admin_url) as database_url, running_service(database_url, tokens) as url:
+    with throwaway_database(admin_url) as database_url, running_service(database_url, tokens, command) as url:
         baseline = run_clients(url, tokens[:1], paths, baseline_s)
         loaded = run_clients(url, tokens, paths, duration_s)
     return baseline, loaded
@@ -277,8 +282,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
     parser.add_argument("--baseline", type=float, default=10.0, help="seconds of the one-client baseline")
+    parser.add_argument(
+        "--command",
+        choices=["serve", "api"],
+        default="serve",
+        help="api: without the scheduler, for comparison",
+    )
     args = parser.parse_args(argv)
-    baseline, loaded = run_load(args.clients, args.duration, args.baseline)
+    baseline, loaded = run_load(args.clients, args.duration, args.baseline, command=args.command)
     print(_line("baseline, 1 client", baseline))
     print(_line(f"load, {args.clients} clients", loaded))
     for q in (50, 99):

@@ -7,10 +7,11 @@ that says who calls.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Annotated
 
+import anyio
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -38,7 +39,26 @@ def app_context(request: Request) -> AppContext:
     return context
 
 
-def db_session(request: Request) -> Iterator[Session]:
+# Requests holding a database session at once. Below the connection pool's 15 (SQLAlchemy's 5 + 10
+# overflow), leaving room for the scheduler and background renders. Without it, a crowd of requests fills
+# the 40 worker threads with checkouts waiting for a connection, while the requests holding the
+# connections wait for a thread to commit in: every request hangs until the pool times out.
+DB_SLOTS = 10
+
+
+async def db_slot(request: Request) -> AsyncIterator[None]:
+    """Waits (in the event loop, holding no worker thread) for one of DB_SLOTS."""
+    state = request.app.state
+    slots: anyio.Semaphore | None = getattr(state, "db_slots", None)
+    if slots is None:  # made in the event loop, on first use
+        slots = state.db_slots = anyio.Semaphore(DB_SLOTS)
+    async with slots:
+        yield
+
+
+def db_session(
+    request: Request, _slot: Annotated[None, Depends(db_slot, scope="function")]
+) -> Iterator[Session]:
     with app_context(request).session_factory() as session:
         with session.begin():
             yield session
