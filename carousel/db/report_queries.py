@@ -52,7 +52,8 @@ class epoch_bucket(FunctionElement[int]):  # noqa: N801
 
 @compiles(epoch_seconds, "postgresql")
 def _epoch_seconds_pg(element: epoch_seconds, compiler: SQLCompiler, **kw: Any) -> str:
-    return f"CAST(EXTRACT(EPOCH FROM {compiler.process(element.clauses, **kw)}) AS DOUBLE PRECISION)"
+    # date_part gives double precision directly; EXTRACT's numeric is twice as slow over a big history
+    return f"date_part('epoch', {compiler.process(element.clauses, **kw)})"
 
 
 @compiles(epoch_seconds, "sqlite")
@@ -66,10 +67,8 @@ def _epoch_seconds_sqlite(element: epoch_seconds, compiler: SQLCompiler, **kw: A
 @compiles(epoch_bucket, "postgresql")
 def _epoch_bucket_pg(element: epoch_bucket, compiler: SQLCompiler, **kw: Any) -> str:
     column, width = list(element.clauses)
-    return (
-        f"CAST(FLOOR(EXTRACT(EPOCH FROM {compiler.process(column, **kw)}) / "
-        f"{compiler.process(width, **kw)}) AS BIGINT)"
-    )
+    seconds = f"date_part('epoch', {compiler.process(column, **kw)})"
+    return f"CAST(FLOOR({seconds} / {compiler.process(width, **kw)}) AS BIGINT)"
 
 
 @compiles(epoch_bucket, "sqlite")
@@ -237,6 +236,19 @@ def mount_sessions(session: Session, since: datetime, until: datetime) -> list[M
         # keeps the join to the recalls of the window's mounts (and lets PostgreSQL use the index)
         or_(Recall.finished_at.is_(None), Recall.finished_at >= earliest),
     )
+    # the reads summed per mount id alone (a narrow row to sort or hash), then joined to the mounts' columns
+    per_mount = (
+        select(
+            Mount.id.label("mount_id"),
+            func.count(Recall.id).label("reads"),
+            func.sum(read_s).label("reading_s"),
+            func.min(Recall.submitted_at).label("first_submitted_at"),
+        )
+        .join(Recall, during)
+        .where(overlaps)
+        .group_by(Mount.id)
+        .subquery()
+    )
     statement = (
         select(
             Mount.id,
@@ -246,13 +258,12 @@ def mount_sessions(session: Session, since: datetime, until: datetime) -> list[M
             Mount.unmounted_at,
             Mount.files,
             Mount.bytes,
-            func.count(Recall.id),
-            func.coalesce(func.sum(read_s), 0.0),
-            func.min(Recall.submitted_at),
+            func.coalesce(per_mount.c.reads, 0),
+            func.coalesce(per_mount.c.reading_s, 0.0),
+            per_mount.c.first_submitted_at,
         )
-        .outerjoin(Recall, during)
+        .outerjoin(per_mount, per_mount.c.mount_id == Mount.id)
         .where(overlaps)
-        .group_by(Mount.id)
         .order_by(Mount.mounted_at, Mount.id)
     )
     return [
