@@ -7,8 +7,9 @@ names, migrated first): mounts of about ten minutes on every drive, each reading
 request per hundred files. Then, each timed best of three:
 
 - the library report over the whole week by hour, as the service computes it (reads inside one bucket summed
-  by the database, the few over an edge shared in Python), against the baseline of fetching every read of the
-  window and sharing each in Python (the same figures: the run checks they agree);
+  by the database, the few over an edge shared in Python), against the baseline of computing the same table
+  the straightforward way, every read and mount of the window fetched and handled in Python (the run checks
+  that both agree, column by column);
 - the drives, mounts and queue-age reports, the dashboard, and one /metrics collection.
 """
 
