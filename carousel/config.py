@@ -120,7 +120,8 @@ class Settings(BaseSettings):
     retry_backoff_s: float = Field(default=600.0, ge=0)
     claim_timeout_s: float = Field(default=300.0, gt=0)  # a CLAIMED file older than this is recovered
     # A SUBMITTED file with no news for this long is handed to the library again under its batch key (a
-    # no-op where the library still holds it; docs/resilience.md). Hours: a file may wait long in a deep queue.
+    # no-op where the library still holds it; docs/resilience.md). Hours: a file may wait long in a deep
+    # queue.
     inflight_timeout_s: float = Field(default=6 * 3600.0, gt=0)
     # After an outage (or batches refused) the cycle's file budget starts at recovery_start_files and grows
     # linearly to max_files_per_cycle over recovery_ramp_s: the backlog is released at a measured pace.

@@ -36,7 +36,9 @@ class Authenticator:
             return self._x509_caller(subject)
         if self._anonymous:
             return ANONYMOUS
-        raise MissingCredentials("anonymous calls are turned off: send a bearer token (Authorization: Bearer ...)")
+        raise MissingCredentials(
+            "anonymous calls are turned off: send a bearer token (Authorization: Bearer ...)"
+        )
 
     def _bearer(self, authorization: str) -> Caller:
         scheme, _, token = authorization.strip().partition(" ")
