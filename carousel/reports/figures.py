@@ -325,7 +325,15 @@ def _queue_age(figure: Figure, report: Report) -> None:
     waiting.set_ylim(bottom=0)
     handles, labels = axes.get_legend_handles_labels()
     more_handles, more_labels = waiting.get_legend_handles_labels()
-    axes.legend(handles + more_handles, labels + more_labels, fontsize=8, loc="upper left", frameon=False)
+    axes.legend(
+        handles + more_handles,
+        labels + more_labels,
+        fontsize=8,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.2),
+        ncols=4,
+        frameon=False,
+    )
     axes.set_title("at each bucket's end", fontsize=10)
 
 
