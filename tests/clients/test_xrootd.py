@@ -47,7 +47,7 @@ LIBRARY = {
 }
 START_TIMEOUT_S = 60.0
 CALL_TIMEOUT_S = 40.0
-WAIT_S = 30.0
+WAIT_S = 60.0  # bounded, with room for a machine shared by several test runs
 T = TypeVar("T")
 
 
@@ -209,8 +209,10 @@ def namespace() -> Iterator[Namespace]:
         started = driver._read_line(START_TIMEOUT_S)
         if not started.get("ready"):
             pytest.fail(f"the namespace did not start: {started.get('error')}{driver.logs()}")
+        _RUNNING.append(driver)
         yield driver
     finally:
+        _RUNNING.clear()
         assert process.stdin is not None and process.stdout is not None
         process.stdin.close()  # the driver stops what it started when its input ends
         try:
@@ -239,6 +241,13 @@ def paths() -> Iterator[Callable[[int], list[str]]]:
     yield take
 
 
+_RUNNING: list[Namespace] = []
+
+
+def _logs_of_the_running_set() -> str:
+    return _RUNNING[0].logs() if _RUNNING else ""
+
+
 def wait_for(what: str, probe: Callable[[], T], until: Callable[[T], bool], timeout_s: float = WAIT_S) -> T:
     """probe() until its value passes until(value), for at most timeout_s; the value."""
     deadline = time.monotonic() + timeout_s
@@ -247,7 +256,7 @@ def wait_for(what: str, probe: Callable[[], T], until: Callable[[T], bool], time
         if until(found):
             return found
         if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not within {timeout_s:g} s (last: {found!r})")
+            pytest.fail(f"{what}: not within {timeout_s:g} s (last: {found!r}){_logs_of_the_running_set()}")
         time.sleep(0.2)
 
 
