@@ -127,4 +127,4 @@ def _show(rows: list[dict[str, Any]], out: Path) -> None:
         table.add_column(title, justify="left" if title == "policy" else "right")
     for row in rows:
         table.add_row(*(str(row[key]) for _, key in columns))
-    Console(highlight=False).print(table)
+    Console(highlight=False, width=200).print(table)
