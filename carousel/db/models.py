@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Any
 
 from sqlalchemy import (
+    JSON,
     BigInteger,
     CheckConstraint,
     DateTime,
@@ -193,3 +195,80 @@ class AppliedEvent(Base):
 
     adapter: Mapped[str] = mapped_column(String(64), primary_key=True)
     seq: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+
+
+class PolicySettingsRow(Base):
+    """The active scheduling policy as admins set it (carousel.policy_admin): one row, id 1, read by every
+    cycle. Until the first change the settings' `policy` and `policy_options` are active."""
+
+    __tablename__ = "policy_settings"
+    __table_args__ = (
+        CheckConstraint("id = 1", name="one_row"),
+        CheckConstraint("version >= 1", name="version"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    policy: Mapped[str] = mapped_column(String(64))
+    options: Mapped[dict[str, Any]] = mapped_column(JSON)
+    version: Mapped[int] = mapped_column(Integer)  # counts changes: a cycle rebuilds its policy when it moves
+    changed_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    changed_by: Mapped[str] = mapped_column(String(256))
+
+
+class PolicyAudit(Base):
+    """Every change of the active policy: who, when, from what, to what, and why. Rows are only added."""
+
+    __tablename__ = "policy_audit"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)
+    who: Mapped[str] = mapped_column(String(256))
+    reason: Mapped[str] = mapped_column(Text)
+    version: Mapped[int] = mapped_column(Integer)  # the version the change made
+    old_policy: Mapped[str] = mapped_column(String(64))
+    old_options: Mapped[dict[str, Any]] = mapped_column(JSON)
+    new_policy: Mapped[str] = mapped_column(String(64))
+    new_options: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class TapeOutlookRow(Base):
+    """What the scheduler expects for each tape with work (carousel.outlook): why it waits, the files the
+    library reads before it, and when its files should be on disk. Replaced whole at each outlook."""
+
+    __tablename__ = "tape_outlook"
+
+    tape: Mapped[str] = mapped_column(String(64), primary_key=True)
+    code: Mapped[str] = mapped_column(String(32))  # carousel.outlook.reasons.WaitCode
+    reason: Mapped[str | None] = mapped_column(Text, default=None)  # the policy's words
+    files: Mapped[int] = mapped_column(Integer)  # queued and in flight when projected
+    files_ahead: Mapped[int] = mapped_column(BigInteger)
+    starts_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)  # its first read
+    eta: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)  # its last read ends
+    computed_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class WebhookState(StrEnum):
+    WAITING = "WAITING"  # the request is not done yet
+    DUE = "DUE"  # done: to be told (again after a failed attempt, at next_attempt_at)
+    DELIVERED = "DELIVERED"
+    FAILED = "FAILED"  # every attempt failed
+    DROPPED = "DROPPED"  # the request was deleted before it was done: nobody to tell
+
+
+class RequestWebhook(Base):
+    """A URL to tell when a request is done: registration and outbox in one row (carousel.webhooks)."""
+
+    __tablename__ = "request_webhooks"
+    __table_args__ = (
+        CheckConstraint(f"state IN ({_in(WebhookState)})", name="state"),
+        Index("ix_request_webhooks_state_next_attempt_at", "state", "next_attempt_at"),
+    )
+
+    request_id: Mapped[str] = mapped_column(ForeignKey("requests.id", ondelete="CASCADE"), primary_key=True)
+    url: Mapped[str] = mapped_column(String(2048))
+    state: Mapped[str] = mapped_column(String(16), default=WebhookState.WAITING.value)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    registered_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    delivered_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    last_error: Mapped[str | None] = mapped_column(Text, default=None)
