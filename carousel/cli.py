@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from typer.core import TyperGroup
 
 from carousel.api.app import create_app
+from carousel.cli_policy import policy_app
 from carousel.cli_report import report
 from carousel.cli_simulate import simulate
 from carousel.cli_study import study
@@ -41,12 +42,12 @@ from carousel.logging import configure_logging
 from carousel.observability.cycles import observed
 from carousel.observability.exposition import serve_metrics
 from carousel.observability.metrics import ServiceMetrics
+from carousel.policy_admin.active import ActivePolicy
 from carousel.scheduler.cycle import Cycle, CycleReport
 from carousel.scheduler.runner import CycleRunner
 from hsm_adapters.base import HsmAdapter
 from hsm_adapters.registry import build_adapter
 from hsm_adapters.simulated.adapter import SimulatedAdapter
-from policies.registry import build_policy
 
 NATIVE = "/api/native/v1"
 FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED")
@@ -101,6 +102,7 @@ db_app = typer.Typer(add_completion=False, help="The database: migrations.")
 library_app = typer.Typer(add_completion=False, help="The configured tape library.")
 app.add_typer(db_app, name="db")
 app.add_typer(library_app, name="library")
+app.add_typer(policy_app, name="policy")
 app.command("study")(study)
 app.command("simulate")(simulate)
 app.command("report")(report)
@@ -114,6 +116,7 @@ def _help_without_command(ctx: typer.Context) -> None:
 
 app.callback(invoke_without_command=True)(_help_without_command)
 db_app.callback(invoke_without_command=True)(_help_without_command)
+policy_app.callback(invoke_without_command=True)(_help_without_command)
 library_app.callback(invoke_without_command=True)(_help_without_command)
 
 
@@ -154,8 +157,16 @@ def service_parts(settings: Settings) -> Iterator[Parts]:
 
 
 def _cycle(parts: Parts) -> tuple[Cycle, CycleRunner]:
-    policy = build_policy(parts.settings.policy, parts.settings.policy_options)
-    cycle = Cycle(parts.settings, parts.session_factory, parts.adapter, policy, parts.clock)
+    # the admins' choice (carousel policy set, the admin API), read by every cycle; the settings' until then
+    active = ActivePolicy(parts.settings, parts.session_factory)
+    cycle = Cycle(
+        parts.settings,
+        parts.session_factory,
+        parts.adapter,
+        active.current(),
+        parts.clock,
+        policy_source=active.current,
+    )
     return cycle, CycleRunner(observed(cycle.run_once, parts.metrics), parts.settings.cycle_interval_s)
 
 

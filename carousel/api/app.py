@@ -7,7 +7,7 @@ from importlib.metadata import version
 from fastapi import FastAPI
 from sqlalchemy.orm import Session, sessionmaker
 
-from carousel.api import health, limits, native, tape_rest
+from carousel.api import admin, health, limits, native, tape_rest
 from carousel.api.auth import install_auth
 from carousel.api.body_limit import BodyLimit
 from carousel.api.context import AppContext
@@ -27,6 +27,7 @@ requests name it, fed to the library tape by tape.
 * **WLCG Tape REST API v1** under `/api/v1` (discovery at `/.well-known/wlcg-tape-rest-api`).
 * **Native API** under `/api/native/v1`: bulk requests, priority, group and activity, paged status.
 * **Operations**: `/dashboard`, reports under `/api/reports`, `/metrics`, `/healthz`, `/readyz`.
+* **Admin** under `/api/admin/v1` (the admin role): the active scheduling policy, its audit trail, dry runs.
 
 Every error is `application/problem+json` (RFC 7807) with `status`, `title`, `detail` and, when one field
 is at fault, `field`.
@@ -63,6 +64,7 @@ def create_app(
     app.include_router(tape_rest.router)
     app.include_router(native.router)
     app.include_router(limits.router)
+    app.include_router(admin.router)
     app.add_middleware(DatabaseErrors)  # inside BodyLimit: it replays bodies already within the limit
     app.add_middleware(BodyLimit, max_body_bytes=settings.limits.max_body_bytes)
     install_operations(app, metrics)  # last: its request-id middleware wraps every other one

@@ -3,10 +3,11 @@ with HTTP metrics on every request."""
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from carousel.api import dashboard, metrics, reports
 from carousel.api.context import AppContext
+from carousel.api.operator_access import operators_only
 from carousel.api.request_context import RequestContext
 from carousel.observability.metrics import ServiceMetrics
 
@@ -18,8 +19,9 @@ def install_operations(app: FastAPI, service_metrics: ServiceMetrics | None = No
     chosen = service_metrics or ServiceMetrics()
     chosen.watch_database(context.session_factory, context.clock)
     app.state.metrics = chosen
-    app.include_router(reports.router)
-    app.include_router(dashboard.router)
+    # reports and the dashboard need the admin role once anonymous access is off; /metrics stays open
+    app.include_router(reports.router, dependencies=[Depends(operators_only)])
+    app.include_router(dashboard.router, dependencies=[Depends(operators_only)])
     app.include_router(metrics.router)
     app.add_middleware(RequestContext, metrics=chosen)
     return chosen

@@ -1,10 +1,5 @@
-"""Where the dashboard reads recent changes of the scheduling policy.
-
-carousel does not yet record changes of the policy (they are made in the settings, read at start), so there
-are none to show and the panel says "none recorded". Policy administration, which records every change
-(who, when, old, new, why) in an audit trail, answers this function from that trail; the dashboard needs no
-other change.
-"""
+"""Where the dashboard reads recent changes of the scheduling policy: the audit trail that policy
+administration keeps (carousel.policy_admin), one line per change, naming the settings it changed."""
 
 from __future__ import annotations
 
@@ -12,6 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.orm import Session
+
+from carousel.db.policy_queries import audit_entries
+from carousel.policy_admin.changes import audit_entry
+from carousel.policy_admin.diff import differences
+
+SHOWN_CHARS = 160  # per cell: a long options table is cut, the audit API has it whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +25,24 @@ class PolicyChange:
     why: str
 
 
+def _cut(text: str) -> str:
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
+
+
 def recent_policy_changes(session: Session, limit: int) -> list[PolicyChange]:
-    """The latest `limit` changes, newest first: none until an audit trail is kept."""
-    return []
+    """The latest `limit` changes, newest first."""
+    changes: list[PolicyChange] = []
+    for row in audit_entries(session, limit=limit):
+        entry = audit_entry(row)
+        found = differences(entry.old, entry.new)
+        changes.append(
+            PolicyChange(
+                at=entry.at,
+                who=entry.who,
+                what=_cut(", ".join(d.path for d in found)),
+                old=_cut("; ".join(d.old for d in found)),
+                new=_cut("; ".join(d.new for d in found)),
+                why=_cut(entry.reason),
+            )
+        )
+    return changes

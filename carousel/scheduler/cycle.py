@@ -107,11 +107,14 @@ class Cycle:
         *,
         leader_lock: LeaderLock | None = None,
         costs: LibraryCosts | None = None,
+        policy_source: Callable[[], Policy] | None = None,
     ) -> None:
         self.settings = settings
         self.session_factory = session_factory
         self.adapter = adapter
         self.policy = policy
+        # asked for the policy before each plan (carousel.policy_admin.active: the admins' choice, one row)
+        self.policy_source = policy_source
         self.clock = clock
         self.leader_lock = leader_lock or leader_lock_for(session_factory)
         self.store = ResilientStore(DatabaseQueueStore(session_factory))
@@ -182,6 +185,8 @@ class Cycle:
         # an outage stops submission; the plan is still made for the report (its waiting reasons)
         report.budget = self.pace.budget(now) if online else 0
         self.path.max_files_per_cycle = max(report.budget, 1)
+        if self.policy_source is not None:
+            self.policy = self.path.policy = self.policy_source()
         dispatch = self.path.run(capacity, online, submit=online)
         self.pace.observe_refusals(dispatch.returned_to_queue, self.clock.now())
         report.tapes_with_work = len(dispatch.snapshot.tapes)
