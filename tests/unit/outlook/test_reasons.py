@@ -1,0 +1,126 @@
+"""The built-in policies' waiting reasons, produced by running each policy, sort into the codes users see;
+if a policy rewords a reason, this test says which code was lost."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from carousel.domain.planning import GroupDemand, Snapshot
+from carousel.outlook.reasons import WaitCode, classify
+from policies.registry import build_policy
+from tests.unit.policies.snapshots import busy, snapshot, tape
+
+
+def reason_of(policy: str, options: dict[str, Any], queue: Snapshot, tape_name: str) -> str:
+    plan = build_policy(policy, options).plan(queue)
+    assert tape_name in plan.waiting, plan
+    return plan.waiting[tape_name]
+
+
+CASES = [
+    pytest.param(
+        "carousel", {}, snapshot(tape("A", 2), online=False), "A", WaitCode.LIBRARY_OFFLINE, id="offline"
+    ),
+    pytest.param(
+        "carousel",
+        {},
+        snapshot(tape("A", 2), tape("B", 2), drives=1),
+        "B",
+        WaitCode.NO_FREE_DRIVE,
+        id="carousel-no-drive",
+    ),
+    pytest.param(
+        "carousel",
+        {},
+        snapshot(tape("A", 2), drives=4, in_flight=(busy("X"), busy("Y"), busy("Z"))),
+        "A",
+        WaitCode.NOT_WORTH_MOUNTING_YET,
+        id="carousel-gathering",
+    ),
+    pytest.param(
+        "carousel",
+        {},
+        snapshot(tape("A", 2, retries=2), in_flight=(busy("A"),), mounted=("A",)),
+        "A",
+        WaitCode.RETRY_PENDING,
+        id="carousel-retries",
+    ),
+    pytest.param(
+        "carousel",
+        {},
+        snapshot(tape("A", 2), tape("B", 2, age_s=5 * 3600), in_flight=(busy("A"),), drives=1),
+        "A",
+        WaitCode.NO_FREE_DRIVE,
+        id="carousel-starving-other",
+    ),
+    pytest.param(
+        "cta", {}, snapshot(tape("A", 2)), "A", WaitCode.NOT_WORTH_MOUNTING_YET, id="cta-thresholds"
+    ),
+    pytest.param(
+        "cta",
+        {"min_age_s": 0},
+        snapshot(tape("A", 2), tape("B", 2), drives=1),
+        "B",
+        WaitCode.NO_FREE_DRIVE,
+        id="cta-no-drive",
+    ),
+    pytest.param(
+        "cta",
+        {"min_age_s": 0, "max_drives": {"atlas": 1}},
+        snapshot(tape("A", 2, group="atlas"), tape("B", 2, group="atlas", age_s=5), drives=4),
+        "A",
+        WaitCode.GROUP_OVER_SHARE,
+        id="cta-drive-limit",
+    ),
+    pytest.param(
+        "cta",
+        {"min_age_s": 0},
+        snapshot(tape("A", 2, retries=2), in_flight=(busy("A", 0),), mounted=("A",)),
+        "A",
+        WaitCode.RETRY_PENDING,
+        id="cta-retries",
+    ),
+    pytest.param(
+        "carousel",
+        {"fair_share": {"weights": {"atlas": 1, "cms": 1}}},
+        snapshot(
+            tape("A", 2, group="atlas"),
+            tape("B", 2, group="atlas", age_s=10),
+            tape("C", 2, group="cms"),
+            drives=2,
+            in_flight=(busy("X", group="atlas"),),
+        ),
+        "B",
+        WaitCode.GROUP_OVER_SHARE,
+        id="fair-share",
+    ),
+    pytest.param(
+        "star2006",
+        {"jobs": 1, "files_per_job": 1},
+        snapshot(tape("A", 2), in_flight=(busy("X"),)),
+        "A",
+        WaitCode.WAITING,
+        id="star2006-in-flight-bound",
+    ),
+]
+
+
+@pytest.mark.parametrize(("policy", "options", "queue", "tape_name", "code"), CASES)
+def test_policy_reasons_sort_into_codes(
+    policy: str, options: dict[str, Any], queue: Snapshot, tape_name: str, code: WaitCode
+) -> None:
+    reason = reason_of(policy, options, queue, tape_name)
+    assert classify(reason) is code, reason
+
+
+def test_a_reason_no_phrase_matches_keeps_its_words_under_waiting() -> None:
+    assert classify("the moon is not right") is WaitCode.WAITING
+
+
+def test_groups_in_the_fixture_are_what_fair_share_sees() -> None:
+    # the fair-share case above only means something if tapes carry their group
+    assert tape("A", 2, group="atlas").groups == (
+        GroupDemand("atlas", 2, 2 * 100 * 10**6, tape("A", 2).oldest),
+    )
