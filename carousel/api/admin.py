@@ -7,11 +7,29 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 
-from carousel.api.admin_schemas import AuditEntryOut, AuditPageOut, PolicyChangeOut, PolicyIn, PolicyOut
+from carousel.api.admin_schemas import (
+    AuditEntryOut,
+    AuditPageOut,
+    CandidateIn,
+    ChoiceOut,
+    DryRunOut,
+    PassOut,
+    PolicyChangeOut,
+    PolicyIn,
+    PolicyOut,
+    ProjectionOut,
+    SelectionOut,
+    WaitingOut,
+)
 from carousel.api.auth import AdminCaller, require_admin
 from carousel.api.context import Context, DbSession
 from carousel.api.problems import PROBLEM_JSON
+from carousel.config import Settings
+from carousel.outlook.projection import Projection
+from carousel.outlook.reasons import classify
 from carousel.policy_admin import changes
+from carousel.policy_admin.dry_run import dry_run
+from carousel.policy_admin.model import PolicyChoice
 from policies.registry import available_policies
 
 PREFIX = "/api/admin/v1"
@@ -64,3 +82,71 @@ def get_audit(
     """Every change of the policy, newest first: who, when, old, new, why."""
     page = changes.audit_trail(session, limit=limit, cursor=cursor)
     return AuditPageOut(entries=[AuditEntryOut.of(e) for e in page.entries], next_cursor=page.next_cursor)
+
+
+SHOWN = 500  # tapes and passes listed in a dry run; the totals count them all
+
+
+def library_time_scale(settings: Settings) -> float:
+    """Library seconds per clock second: the simulated library may run faster than the clock."""
+    if settings.adapter == "simulated":
+        return float(settings.adapter_options.get("scale", 1.0))
+    return 1.0
+
+
+def _projection_out(choice: PolicyChoice, projection: Projection) -> ProjectionOut:
+    plan = projection.plan
+    passes = sorted(projection.passes, key=lambda p: (p.reads_from, p.tape))
+    return ProjectionOut(
+        policy=ChoiceOut.of(choice),
+        selections=[SelectionOut(tape=s.tape, max_files=s.max_files, group=s.group) for s in plan.selections],
+        waiting=[
+            WaitingOut(tape=tape, code=classify(reason).value, reason=reason)
+            for tape, reason in sorted(plan.waiting.items())[:SHOWN]
+        ],
+        waiting_total=len(plan.waiting),
+        passes=[
+            PassOut(
+                tape=p.tape,
+                plan=p.plan,
+                files=p.files,
+                bytes=p.bytes,
+                reads_from=p.reads_from,
+                done_at=p.done_at,
+                joined=p.joined,
+            )
+            for p in passes[:SHOWN]
+        ],
+        passes_total=len(passes),
+        plans=projection.plans,
+        complete=projection.complete,
+        drained_at=projection.drained_at,
+        note=projection.note,
+    )
+
+
+@router.post("/policy/dry-run", response_model=DryRunOut)
+def post_dry_run(body: CandidateIn, context: Context, session: DbSession) -> DryRunOut:
+    """What the next cycles would do under a candidate policy (default: the active one) on the live queue,
+    next to the active policy, without dispatching anything. 400 naming the field if it does not build."""
+    active = changes.active_settings(session, context.settings).choice
+    candidate = PolicyChoice(
+        body.policy or active.policy,
+        body.options
+        if body.options is not None
+        else (active.options if body.policy in (None, active.policy) else {}),
+    )
+    done = dry_run(
+        context.session_factory,
+        context.adapter,
+        context.clock,
+        candidate=candidate,
+        active=active,
+        time_scale=library_time_scale(context.settings),
+    )
+    return DryRunOut(
+        now=done.under_candidate.now,
+        tapes_with_work=len(done.under_candidate.tapes),
+        candidate=_projection_out(done.candidate, done.under_candidate),
+        active=_projection_out(done.active, done.under_active),
+    )

@@ -106,3 +106,47 @@ class PolicyChangeOut(BaseModel):
 class AuditPageOut(BaseModel):
     entries: list[AuditEntryOut]
     next_cursor: str | None = Field(description="pass as `cursor` for older entries; null on the last page")
+
+
+class SelectionOut(BaseModel):
+    tape: str | None
+    max_files: int
+    group: str | None
+
+
+class WaitingOut(BaseModel):
+    tape: str
+    code: str = Field(description="why, as a word: carousel.outlook.reasons.WaitCode (docs/admin.md)")
+    reason: str = Field(description="why, in the policy's words")
+
+
+class PassOut(BaseModel):
+    tape: str
+    plan: int = Field(
+        description="the projected plan that took it: 1 the next cycle's; 0 in flight; -1 rough"
+    )
+    files: int
+    bytes: int
+    reads_from: datetime
+    done_at: datetime
+    joined: bool = Field(description="files joining a pass of the tape already on a drive")
+
+
+class ProjectionOut(BaseModel):
+    policy: ChoiceOut
+    selections: list[SelectionOut] = Field(description="the next cycle's plan")
+    waiting: list[WaitingOut] = Field(description="tapes the next cycle leaves waiting (at most 500)")
+    waiting_total: int
+    passes: list[PassOut] = Field(description="the projected passes, in the order they start (at most 500)")
+    passes_total: int
+    plans: int = Field(description="plans the projection asked the policy for")
+    complete: bool = Field(description="every tape was placed by the policy's own plans")
+    drained_at: datetime | None = Field(description="when the last file of today's queue would be read")
+    note: str | None
+
+
+class DryRunOut(BaseModel):
+    now: datetime
+    tapes_with_work: int
+    candidate: ProjectionOut
+    active: ProjectionOut

@@ -5,6 +5,7 @@ and a change taking effect at the next cycle of a running scheduler, without a r
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -234,3 +235,35 @@ def test_operators_pages_need_the_admin_role_once_anonymous_access_is_off(caller
 def test_operators_pages_stay_open_while_anonymous_access_is_on(api: SyncApi) -> None:
     assert api.get("/dashboard").status_code == 200
     assert api.get("/api/reports/library").status_code == 200
+
+
+def test_a_dry_run_plans_the_live_queue_under_a_candidate_without_dispatching(
+    callers: Callers, library_paths: list[str], session_factory: sessionmaker[Session], clock: ManualClock
+) -> None:
+    from carousel.db.models import QueuedFileRow  # noqa: PLC0415
+
+    paths = library_paths[:40:4]  # files on several cartridges
+    assert callers.admin.post("/api/native/v1/requests", json={"paths": paths}).status_code == 201
+
+    response = callers.admin.post(f"{POLICY}/dry-run", json={"policy": "cta"})
+
+    assert response.status_code == 200, response.text
+    body = response.json()
+    candidate, active = body["candidate"], body["active"]
+    assert candidate["policy"]["policy"] == "cta" and active["policy"]["policy"] == "fifo"
+    assert candidate["selections"] == [] and candidate["waiting_total"] == body["tapes_with_work"] > 1
+    assert {w["code"] for w in candidate["waiting"]} == {"not_worth_mounting_yet"}
+    assert active["selections"] and active["waiting_total"] == 0
+    assert sum(p["files"] for p in active["passes"]) == len(paths)
+    assert candidate["complete"] and active["complete"]
+    # cta waits for its one-hour threshold; fifo reads at once
+    assert candidate["drained_at"] > active["drained_at"]
+    first_read = datetime.fromisoformat(candidate["passes"][0]["reads_from"])
+    assert first_read >= clock.now() + timedelta(hours=1)
+    with session_factory() as session:
+        states = set(session.scalars(select(QueuedFileRow.state)))
+    assert states == {"QUEUED"}  # nothing claimed, nothing handed to the library
+
+    bad = callers.admin.post(f"{POLICY}/dry-run", json={"policy": "cta", "options": {"min_files": 0}})
+    assert_problem(bad, 400, field="options.min_files")
+    assert_problem(callers.user.post(f"{POLICY}/dry-run", json={}), 403)
