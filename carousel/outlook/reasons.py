@@ -1,10 +1,9 @@
 """Why a file waits, as a stable code next to the policy's own words.
 
 Policies explain each tape they leave waiting in a sentence (`Plan.waiting`); users and programs want a
-word they can test. The scheduler's own states (in flight, scheduled, a retry backing off, a file whose
-tape the library has not named) are known without reading; the policies' sentences are sorted by the
-phrases the built-in policies use (tests/unit/outlook/test_reasons.py runs each policy to keep them in
-step). A sentence no phrase matches is `waiting`, with its words.
+word they can test. The sentences are sorted by the phrases the built-in policies use
+(tests/unit/outlook/test_reasons.py runs each policy to keep them in step). A sentence no phrase matches
+is `waiting`, with its words.
 """
 
 from __future__ import annotations
@@ -13,16 +12,12 @@ from enum import StrEnum
 
 
 class WaitCode(StrEnum):
-    IN_FLIGHT = "in_flight"  # handed to the library: being read, or waiting there for a drive
-    SCHEDULED = "scheduled"  # the next cycle's plan hands it to the library
     NOT_WORTH_MOUNTING_YET = "not_worth_mounting_yet"  # its tape gathers work before a mount pays
     NO_FREE_DRIVE = "no_free_drive"
     GROUP_OVER_SHARE = "group_over_share"  # its group holds its share (or limit) of the drives
     LIBRARY_OFFLINE = "library_offline"
-    TAPE_UNKNOWN = "tape_unknown"  # the library has not said where the file is yet
-    RETRY_PENDING = "retry_pending"  # a read failed; the next attempt waits for its back-off or a new mount
+    RETRY_PENDING = "retry_pending"  # a read failed; the next attempt waits for a new mount
     WAITING = "waiting"  # another reason of the policy's: its words say which
-    NOT_PLANNED_YET = "not_planned_yet"  # arrived after the last outlook: the next one covers it
 
 
 # (phrase, code), first match wins; phrases of policies/*.py
