@@ -117,6 +117,8 @@ class QueuedFileRow(Base):
         # The scheduler's hot path: queued files of one tape in head order (as CTA's scheduler indexes it).
         Index("ix_files_tape_state_position", "tape", "state", "position_bytes", "id"),
         Index("ix_files_state_queued_at", "state", "queued_at", "id"),
+        # files backing off after a failed read (few): the snapshot subtracts them from the tape queues
+        Index("ix_files_not_before", "not_before"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
@@ -140,6 +142,52 @@ class QueuedFileRow(Base):
     started_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     on_disk: Mapped[bool] = mapped_column(default=False)
+
+
+class TapeQueueKind(StrEnum):
+    QUEUED = "Q"
+    IN_FLIGHT = "F"  # claimed or submitted
+
+
+class TapeQueue(Base):
+    """What `files` holds per tape, group and class of service: queued (kind "Q") or in flight (claimed or
+    submitted, kind "F"), so the scheduler's snapshot reads one row per tape and group instead of every queued
+    file. Triggers on `files` (migration 0003) append each change to tape_queue_deltas; the snapshot folds
+    them in (carousel.db.queue_queries.read_demand). oldest and max_priority are those of the queued files
+    (kind "Q" only); files backing off after a failed read are counted here and taken out by the snapshot."""
+
+    __tablename__ = "tape_queues"
+
+    tape: Mapped[str] = mapped_column(String(64), primary_key=True)
+    grp: Mapped[str] = mapped_column("grp", String(128), primary_key=True)
+    service_class: Mapped[str] = mapped_column(String(64), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(1), primary_key=True)
+    files: Mapped[int] = mapped_column(Integer)
+    bytes: Mapped[int] = mapped_column(BigInteger)
+    retries: Mapped[int] = mapped_column(Integer)  # queued files whose read failed before
+    oldest: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    max_priority: Mapped[int] = mapped_column(Integer)
+
+
+class TapeQueueDelta(Base):
+    """One change to a tape queue, appended by the triggers on `files`: only inserts, so writers of `files`
+    never wait for each other here (a claim keeps FOR UPDATE SKIP LOCKED). arriving_*: the oldest and most
+    urgent queued file that came in; leaving_*: those that went (the fold looks at the tape again then)."""
+
+    __tablename__ = "tape_queue_deltas"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    tape: Mapped[str] = mapped_column(String(64))
+    grp: Mapped[str] = mapped_column("grp", String(128))
+    service_class: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(1))
+    files: Mapped[int] = mapped_column(Integer)
+    bytes: Mapped[int] = mapped_column(BigInteger)
+    retries: Mapped[int] = mapped_column(Integer)
+    arriving_oldest: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    arriving_priority: Mapped[int | None] = mapped_column(Integer, default=None)
+    leaving_oldest: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    leaving_priority: Mapped[int | None] = mapped_column(Integer, default=None)
 
 
 class RequestFile(Base):

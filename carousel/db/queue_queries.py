@@ -8,22 +8,33 @@ an intake transaction instead of deadlocking with it.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, and_, bindparam, case, exists, func, insert, or_, select, update
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from carousel.db.lock_order import lock_files
-from carousel.db.models import LinkState, QueuedFileRow, Recall, RequestFile, StageRequest
+from carousel.db.models import (
+    LinkState,
+    QueuedFileRow,
+    Recall,
+    RequestFile,
+    StageRequest,
+    TapeQueue,
+    TapeQueueKind,
+)
+from carousel.db.tape_queue_queries import chunks, fold_deltas
 from carousel.domain.planning import GroupDemand, ReadOrder, Selection, TapeDemand, TapeInFlight
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand
 from carousel.domain.states import FileState
 
 F = QueuedFileRow
+TQ = TapeQueue
 IN_FLIGHT = (FileState.CLAIMED.value, FileState.SUBMITTED.value)
 
 
@@ -39,86 +50,115 @@ def _has_pending_link() -> ColumnElement[bool]:
 
 
 def read_demand(session: Session, now: datetime) -> QueueDemand:
-    """One statement, grouped by tape: rows grow with tapes (times groups), not with queued files."""
-    rows = session.execute(
+    """The queue per tape, from the tape queues (carousel.db.models.TapeQueue, brought up to date first by
+    folding in the changes the triggers on `files` appended): rows grow with tapes (times groups), not with
+    queued files. Files backing off after a failed read are counted there; the tapes that have some (few)
+    are read again from `files`, due files only. Writes the fold: run it in the snapshot's transaction."""
+    fold_deltas(session)
+    connection = session.connection()
+    summary = connection.execute(
         select(
-            F.tape,
-            F.state,
-            F.service_class,
-            F.grp,
-            func.count(),
-            func.coalesce(func.sum(F.size_bytes), 0),
-            func.min(F.queued_at),
-            func.max(F.priority),
-            func.sum(case((F.attempts > 0, 1), else_=0)),
+            TQ.tape,
+            TQ.kind,
+            TQ.service_class,
+            TQ.grp,
+            TQ.files,
+            TQ.bytes,
+            TQ.oldest,
+            TQ.max_priority,
+            TQ.retries,
         )
-        .where(F.tape.is_not(None))
-        .where(or_(F.state.in_(IN_FLIGHT), and_(F.state == FileState.QUEUED.value, _due(now))))
-        .group_by(F.tape, F.state, F.service_class, F.grp)
     ).all()
-
-    queued: dict[str, list[_DemandRow]] = defaultdict(list)
-    in_flight: dict[str, list[_DemandRow]] = defaultdict(list)
-    for tape, state, service_class, grp, count, size, oldest, priority, retries in rows:
-        assert tape is not None  # filtered in the statement
-        row = _DemandRow(service_class, grp, count, int(size or 0), oldest, priority, int(retries or 0))
-        (queued if state == FileState.QUEUED.value else in_flight)[tape].append(row)
-
-    in_flight_tapes = tuple(
-        TapeInFlight(tape=tape, files=sum(r.count for r in parts), groups=_groups(parts, with_age=False))
-        for tape, parts in sorted(in_flight.items())
+    backing_off = set(
+        connection.scalars(
+            select(F.tape)
+            .where(F.not_before > now, F.state == FileState.QUEUED.value, F.tape.is_not(None))
+            .distinct()
+        )
     )
-    in_flight_by_tape = {t.tape: t.files for t in in_flight_tapes}
-    tapes = []
-    for tape, parts in queued.items():
-        # a tape's files share its class of service; should they not, the busiest class speaks for the tape
-        classes: dict[str, int] = defaultdict(int)
-        for part in parts:
-            classes[part.service_class] += part.count
-        tapes.append(
-            TapeDemand(
-                tape=tape,
-                files=sum(p.count for p in parts),
-                bytes=sum(p.size for p in parts),
-                oldest=min(p.oldest for p in parts),
-                max_priority=max(p.priority for p in parts),
-                service_class=max(sorted(classes), key=lambda c: classes[c]),
-                groups=_groups(parts, with_age=True),
-                in_flight=in_flight_by_tape.get(tape, 0),
-                retries=sum(p.retries for p in parts),
+    rows: list[tuple[Any, ...]] = [
+        tuple(r) for r in summary if r[0] not in backing_off or r[1] != TapeQueueKind.QUEUED
+    ]
+    for chunk in chunks(sorted(t for t in backing_off if t is not None)):
+        rows.extend(
+            (tape, TapeQueueKind.QUEUED, *rest)
+            for tape, *rest in connection.execute(
+                select(
+                    F.tape,
+                    F.service_class,
+                    F.grp,
+                    func.count(),
+                    func.coalesce(func.sum(F.size_bytes), 0),
+                    func.min(F.queued_at),
+                    func.max(F.priority),
+                    func.sum(case((F.attempts > 0, 1), else_=0)),
+                )
+                .where(F.tape.in_(chunk), F.state == FileState.QUEUED.value, _due(now))
+                .group_by(F.tape, F.service_class, F.grp)
             )
         )
+
+    rows.sort(key=_by_tape_and_group)  # one pass per tape below; the table's key order already, mostly
+    return _assemble(rows)
+
+
+def _by_tape_and_group(row: tuple[Any, ...]) -> tuple[str, str, str]:
+    return row[0], row[3], row[2]
+
+
+def _assemble(rows: list[tuple[Any, ...]]) -> QueueDemand:
+    """Rows (tape, kind, class, group, files, bytes, oldest, priority, retries), by tape then group: one
+    TapeDemand per tape with queued files and one TapeInFlight per tape with files in flight."""
+    tapes: list[TapeDemand] = []
+    flying: list[TapeInFlight] = []
+    for tape, parts in groupby(rows, key=itemgetter(0)):
+        queued: dict[str, list[Any]] = {}  # group -> [files, bytes, oldest, priority]
+        in_flight: dict[str, list[int]] = {}  # group -> [files, bytes]
+        classes: dict[str, int] = {}
+        retries = 0
+        for _, kind, service_class, grp, count, size, oldest, priority, retried in parts:
+            if kind != TapeQueueKind.QUEUED:
+                held = in_flight.setdefault(grp, [0, 0])
+                held[0] += count
+                held[1] += int(size or 0)
+                continue
+            # a tape's files share its class of service; should they not, the busiest class speaks for it
+            classes[service_class] = classes.get(service_class, 0) + count
+            retries += int(retried or 0)
+            seen = queued.get(grp)
+            if seen is None:
+                queued[grp] = [count, int(size or 0), oldest, priority]
+            else:
+                seen[0] += count
+                seen[1] += int(size or 0)
+                seen[2] = min(seen[2], oldest)
+                seen[3] = max(seen[3], priority)
+        files_in_flight = sum(n for n, _ in in_flight.values())
+        if in_flight:
+            groups = tuple(GroupDemand(g, n, b) for g, (n, b) in sorted(in_flight.items()))
+            flying.append(TapeInFlight(tape=tape, files=files_in_flight, groups=groups))
+        if queued:
+            demand = tuple(
+                GroupDemand(g, n, b, oldest=o, max_priority=p) for g, (n, b, o, p) in sorted(queued.items())
+            )
+            tapes.append(
+                TapeDemand(
+                    tape=tape,
+                    files=sum(d.files for d in demand),
+                    bytes=sum(d.bytes for d in demand),
+                    oldest=min(d.oldest for d in demand if d.oldest is not None),
+                    max_priority=max(d.max_priority for d in demand),
+                    service_class=min(classes, key=lambda c: (-classes[c], c)),
+                    groups=demand,
+                    in_flight=files_in_flight,
+                    retries=retries,
+                )
+            )
     tapes.sort(key=lambda t: (t.oldest, t.tape))
     return QueueDemand(
-        tapes=tuple(tapes), in_flight=sum(in_flight_by_tape.values()), in_flight_tapes=in_flight_tapes
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _DemandRow:
-    service_class: str
-    grp: str
-    count: int
-    size: int
-    oldest: datetime
-    priority: int
-    retries: int
-
-
-def _groups(parts: Sequence[_DemandRow], *, with_age: bool) -> tuple[GroupDemand, ...]:
-    """Per-group totals of one tape's rows (several classes of service fold into one group entry)."""
-    by_group: dict[str, list[_DemandRow]] = defaultdict(list)
-    for part in parts:
-        by_group[part.grp].append(part)
-    return tuple(
-        GroupDemand(
-            group,
-            sum(p.count for p in rows),
-            sum(p.size for p in rows),
-            oldest=min(p.oldest for p in rows) if with_age else None,
-            max_priority=max(p.priority for p in rows) if with_age else 0,
-        )
-        for group, rows in sorted(by_group.items())
+        tapes=tuple(tapes),
+        in_flight=sum(t.files for t in flying),
+        in_flight_tapes=tuple(sorted(flying, key=lambda t: t.tape)),
     )
 
 

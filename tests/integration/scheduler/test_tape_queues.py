@@ -1,0 +1,135 @@
+"""The tape queues the triggers keep give the snapshot the same answer as reading every file, whatever was
+done to the files, on PostgreSQL and SQLite."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+from sqlalchemy import and_, case, delete, func, or_, select, update
+from sqlalchemy.orm import Session
+
+from carousel.db import queue_queries as q
+from carousel.db.completion_queries import finish_file, requeue_for_retry
+from carousel.db.engine import transaction
+from carousel.db.models import QueuedFileRow, RequestFile, TapeQueue, TapeQueueDelta
+from carousel.domain.planning import ReadOrder, Selection
+from carousel.domain.queue import HandedOver
+from carousel.domain.states import FileState
+from tests.integration.conftest import EPOCH_FOR_ROWS as T0
+from tests.integration.scheduler.rows import add_request, queued
+
+F = QueuedFileRow
+
+
+def by_reading_every_file(session: Session, now):
+    """The snapshot as the files say it, one GROUP BY over all of them."""
+    kind = case((F.state == FileState.QUEUED.value, "Q"), else_="F").label("kind")
+    rows = session.execute(
+        select(
+            F.tape,
+            kind,
+            F.service_class,
+            F.grp,
+            func.count(),
+            func.coalesce(func.sum(F.size_bytes), 0),
+            func.min(F.queued_at),
+            func.max(F.priority),
+            func.sum(case((F.attempts > 0, 1), else_=0)),
+        )
+        .where(F.tape.is_not(None))
+        .where(
+            or_(
+                F.state.in_(q.IN_FLIGHT),
+                and_(F.state == "QUEUED", or_(F.not_before.is_(None), F.not_before <= now)),
+            )
+        )
+        .group_by(F.tape, kind, F.service_class, F.grp)
+    ).all()
+    queued = {(r[0], r[2], r[3]): (r[4], int(r[5]), r[6], r[7]) for r in rows if r[1] == "Q"}
+    flying: dict = {}
+    for r in rows:
+        if r[1] == "F":
+            files, size = flying.get((r[0], r[3]), (0, 0))
+            flying[(r[0], r[3])] = (files + r[4], size + int(r[5]))
+    return queued, flying
+
+
+def as_folded(demand):
+    queued = {}
+    for tape in demand.tapes:
+        for group in tape.groups:
+            queued[(tape.tape, tape.service_class, group.group)] = (
+                group.files,
+                group.bytes,
+                group.oldest,
+                group.max_priority,
+            )
+    flying = {(t.tape, g.group): (g.files, g.bytes) for t in demand.in_flight_tapes for g in t.groups}
+    return queued, flying
+
+
+def test_the_folded_queues_match_the_files_after_random_work(session_factory):
+    rng = random.Random(7)
+    ids: list[int] = []
+    now = T0
+    for round_number in range(12):
+        now += timedelta(seconds=100)
+        files = [
+            queued(
+                f"/r{round_number}/{n}",
+                rng.choice("ABCD"),
+                rng.randrange(10**6),
+                now - timedelta(seconds=rng.randrange(500)),
+                size=rng.randrange(1, 10**9),
+                grp=rng.choice(["atlas", "cms"]),
+                priority=rng.randrange(4),
+            )
+            for n in range(rng.randrange(1, 15))
+        ]
+        add_request(session_factory, files, now)
+        ids.extend(f.id for f in files)
+        with transaction(session_factory) as session:
+            tape = rng.choice("ABCD")
+            order = rng.choice([ReadOrder.POSITION, ReadOrder.ARRIVAL])
+            claimed = q.claim(
+                session, Selection(tape=tape, max_files=rng.randrange(1, 6), order=order), "k", now
+            )
+            q.record_handed_over(session, [HandedOver("k", tape, tuple(f.id for f in claimed))], now)
+        with transaction(session_factory) as session:
+            submitted = list(session.scalars(select(F.id).where(F.state == "SUBMITTED")))
+            for file_id in rng.sample(submitted, min(len(submitted), 3)):
+                if rng.random() < 0.5:
+                    finish_file(session, file_id, FileState.STAGED, now, from_states=[FileState.SUBMITTED])
+                else:  # a failed read backing off, some already due
+                    later = now + timedelta(seconds=rng.choice([-50, 300]))
+                    requeue_for_retry(session, file_id, attempts=1, not_before=later, error="read error")
+            victim = rng.choice(ids)
+            session.execute(update(F).where(F.id == victim, F.state == "QUEUED").values(priority=9))
+            if round_number == 6:  # a file leaves the table altogether
+                gone = rng.choice(ids)
+                session.execute(delete(RequestFile).where(RequestFile.file_id == gone))
+                session.execute(delete(F).where(F.id == gone))
+        with transaction(session_factory) as session:
+            folded = as_folded(q.read_demand(session, now))
+            assert folded == by_reading_every_file(session, now), f"round {round_number}"
+            assert session.scalar(select(func.count()).select_from(TapeQueueDelta)) == 0
+    with session_factory() as session:
+        assert session.scalar(select(func.count()).select_from(TapeQueue)) > 0
+
+
+def test_retries_are_counted_and_backing_off_files_left_out(session_factory):
+    add_request(session_factory, [queued("/a1", "A", 1, T0), queued("/a2", "A", 2, T0)], T0)
+    with transaction(session_factory) as session:
+        claimed = q.claim(session, Selection(tape="A", max_files=2), "k", T0)
+        q.record_handed_over(session, [HandedOver("k", "A", tuple(f.id for f in claimed))], T0)
+        requeue_for_retry(
+            session, claimed[0].id, attempts=1, not_before=T0 + timedelta(seconds=600), error="x"
+        )
+        requeue_for_retry(session, claimed[1].id, attempts=1, not_before=None, error="x")
+    with transaction(session_factory) as session:
+        (tape,) = q.read_demand(session, T0).tapes
+        assert (tape.files, tape.retries) == (1, 1)  # the other backs off for ten minutes
+    with transaction(session_factory) as session:
+        (tape,) = q.read_demand(session, T0 + timedelta(seconds=600)).tapes
+        assert (tape.files, tape.retries) == (2, 2)
