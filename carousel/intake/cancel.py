@@ -17,13 +17,18 @@ from carousel.intake.model import Caller
 from carousel.intake.paths import normalise_paths
 
 
+def distinct_paths(raw_paths: Sequence[str], *, field: str, max_path_bytes: int) -> list[str]:
+    """The paths normalised, each once, in the client's order; at least one."""
+    if not raw_paths:
+        raise InvalidInput(f"{field}: at least one path is needed", field=field)
+    return list(dict.fromkeys(normalise_paths(raw_paths, max_bytes=max_path_bytes, field=field + "[{}]")))
+
+
 def paths_of_request(
     session: Session, request_id: str, raw_paths: Sequence[str], *, field: str, max_path_bytes: int
 ) -> list[str]:
     """The paths normalised; InvalidInput (and so no change at all) unless every one is in the request."""
-    if not raw_paths:
-        raise InvalidInput(f"{field}: at least one path is needed", field=field)
-    paths = list(dict.fromkeys(normalise_paths(raw_paths, max_bytes=max_path_bytes, field=field + "[{}]")))
+    paths = distinct_paths(raw_paths, field=field, max_path_bytes=max_path_bytes)
     known = q.paths_in_request(session, request_id, paths)
     missing = [path for path in paths if path not in known]
     if missing:
@@ -33,6 +38,15 @@ def paths_of_request(
             f"{field}: {len(missing)} path(s) are not in request {request_id}: {shown}{more}", field=field
         )
     return paths
+
+
+def selected_paths(
+    session: Session, request_id: str, raw_paths: Sequence[str] | None, *, field: str, max_path_bytes: int
+) -> list[str] | None:
+    """None (every file of the request) or the named paths, each checked to be in the request."""
+    if raw_paths is None:
+        return None
+    return paths_of_request(session, request_id, raw_paths, field=field, max_path_bytes=max_path_bytes)
 
 
 def cancel(
@@ -48,9 +62,7 @@ def cancel(
     """Cancel the named files of the caller's request (None: all of them)."""
     require_some_stage_scope(caller.grants, "cancel")
     request = owned_request(session, caller, request_id)
-    paths = None
-    if raw_paths is not None:
-        paths = paths_of_request(session, request.id, raw_paths, field=field, max_path_bytes=max_path_bytes)
+    paths = selected_paths(session, request.id, raw_paths, field=field, max_path_bytes=max_path_bytes)
     now = clock.now()
     file_ids = q.cancel_links(session, request.id, paths, now)
     q.settle_abandoned_files(session, file_ids, now)

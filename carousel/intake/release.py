@@ -14,12 +14,10 @@ from sqlalchemy.orm import Session
 
 from carousel.db import intake_queries as q
 from carousel.domain.clock import Clock
-from carousel.domain.errors import InvalidInput
 from carousel.intake.access import find_owned_request, owned_request
-from carousel.intake.cancel import paths_of_request
+from carousel.intake.cancel import distinct_paths, paths_of_request, selected_paths
 from carousel.intake.grants import require_some_stage_scope
 from carousel.intake.model import Caller
-from carousel.intake.paths import normalise_paths
 
 
 def release(
@@ -37,11 +35,7 @@ def release(
     if known:
         paths = paths_of_request(session, request_id, raw_paths, field=field, max_path_bytes=max_path_bytes)
     else:
-        if not raw_paths:
-            raise InvalidInput(f"{field}: at least one path is needed", field=field)
-        paths = list(
-            dict.fromkeys(normalise_paths(raw_paths, max_bytes=max_path_bytes, field=field + "[{}]"))
-        )
+        paths = distinct_paths(raw_paths, field=field, max_path_bytes=max_path_bytes)
     now = clock.now()
     file_ids = q.release_links(
         session, owner=caller.name, request_id=request_id if known else None, paths=paths, now=now
@@ -62,9 +56,7 @@ def release_request(
     """Release files of one of the caller's requests (None: all of them); an unknown id is not found."""
     require_some_stage_scope(caller.grants, "release")
     request = owned_request(session, caller, request_id)
-    paths = None
-    if raw_paths is not None:
-        paths = paths_of_request(session, request.id, raw_paths, field=field, max_path_bytes=max_path_bytes)
+    paths = selected_paths(session, request.id, raw_paths, field=field, max_path_bytes=max_path_bytes)
     file_ids = q.release_links(
         session, owner=caller.name, request_id=request.id, paths=paths, now=clock.now()
     )
