@@ -19,14 +19,14 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from carousel.domain.clock import ManualClock
 from carousel.domain.errors import ConfigError
-from carousel.scheduler.planning_path import PlanningPath
+from carousel.scheduler.planning_path import Dispatch, PlanningPath
 from carousel.simulation.library_setup import LibraryFile, LibrarySetup, apply_library_file, default_setup
 from carousel.simulation.memory_store import MemoryQueueStore, Retry
 from carousel.simulation.trace import Trace
@@ -105,7 +105,20 @@ def replay_library(trace: Trace, config: ReplayConfig) -> ReplayLibrary:
     return ReplayLibrary(library=library, physics=physics, profile=profile, setup=setup)
 
 
-def replay(trace: Trace, config: ReplayConfig) -> ReplayResult:
+@dataclass(frozen=True, slots=True)
+class PassSeen:
+    """One planning pass as an observer sees it, just after it ran: the trace's first `arrived` rows are
+    queued (store row n is trace row n)."""
+
+    dispatch: Dispatch
+    store: MemoryQueueStore
+    arrived: int
+
+
+def replay(
+    trace: Trace, config: ReplayConfig, *, observer: Callable[[PassSeen], None] | None = None
+) -> ReplayResult:
+    """`observer`, if given, is called after every planning pass (to measure, never to steer)."""
     if config.cycle_interval_s <= 0:
         raise ConfigError(f"cycle interval must be positive, got {config.cycle_interval_s}")
     built = replay_library(trace, config)
@@ -161,6 +174,8 @@ def replay(trace: Trace, config: ReplayConfig) -> ReplayResult:
         dispatch = path.run(adapter.capacity(), online, submit=online)
         cycles += 1
         handovers.append((now_s, dispatch.files_submitted))
+        if observer is not None:
+            observer(PassSeen(dispatch, store, arrived))
         if dispatch.claimed or not config.skip_idle_ticks:
             tick += 1
             continue
