@@ -44,7 +44,8 @@ from carousel.observability.exposition import serve_metrics
 from carousel.observability.metrics import ServiceMetrics
 from carousel.policy_admin.active import ActivePolicy
 from carousel.scheduler.cycle import Cycle, CycleReport
-from carousel.scheduler.runner import CycleRunner
+from carousel.scheduler.runner import CycleRunner, SideJob
+from carousel.webhooks.deliverer import WebhookDeliverer
 from hsm_adapters.base import HsmAdapter
 from hsm_adapters.registry import build_adapter
 from hsm_adapters.simulated.adapter import SimulatedAdapter
@@ -167,7 +168,16 @@ def _cycle(parts: Parts) -> tuple[Cycle, CycleRunner]:
         parts.clock,
         policy_source=active.current,
     )
-    return cycle, CycleRunner(observed(cycle.run_once, parts.metrics), parts.settings.cycle_interval_s)
+    deliverer = WebhookDeliverer(
+        parts.settings.webhooks, parts.session_factory, parts.clock, on_report=parts.metrics.observe_webhooks
+    )
+    webhooks = SideJob(
+        "carousel-webhooks", deliverer.run_once, parts.settings.webhooks.interval_s, close=deliverer.close
+    )
+    runner = CycleRunner(
+        observed(cycle.run_once, parts.metrics), parts.settings.cycle_interval_s, side_jobs=[webhooks]
+    )
+    return cycle, runner
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -26,6 +26,7 @@ from pydantic_settings import (
 
 from carousel.auth.settings import AuthSettings
 from carousel.domain.errors import ConfigError
+from carousel.webhooks.settings import WebhookSettings
 
 CONFIG_FILE_ENV = "CAROUSEL_CONFIG"
 DEFAULT_ADAPTER = "simulated"
@@ -75,6 +76,9 @@ class Limits(BaseModel):
     max_path_length: int = Field(default=4096, gt=1, le=4096)
     max_page_size: int = Field(default=10_000, gt=0)  # native per-file status paging
     max_requests_listed: int = Field(default=1_000, gt=0)  # native request listing paging
+    # files of the recorded requests an admin may replay in one call (docs/admin.md): a replay of 200,000
+    # files runs for about a minute per policy
+    max_replay_files: int = Field(default=200_000, gt=0)
 
 
 class Quotas(BaseModel):
@@ -132,12 +136,16 @@ class Settings(BaseSettings):
     # clients poll big requests, and the scheduler's progress may show up this much later.
     status_cache_s: float = Field(default=1.0, ge=0)
     status_cache_min_files: int = Field(default=1000, ge=0)
+    # The API's outlook of the queue (positions, ETAs, waiting reasons; docs/api.md) is projected anew at
+    # most this often, one projection shared by every caller.
+    outlook_refresh_s: float = Field(default=10.0, gt=0)
 
     limits: Limits = Field(default_factory=Limits)
     quotas: Quotas = Field(default_factory=Quotas)
     # Callers without credentials act as the user "anonymous". Off: every call needs authentication.
     anonymous: bool = True
     auth: AuthSettings = Field(default_factory=AuthSettings)  # see docs/security.md
+    webhooks: WebhookSettings = Field(default_factory=WebhookSettings)  # see docs/api.md, docs/operations.md
 
     # Logs (docs/operations.md): JSON lines in production, coloured text for people.
     log_format: Literal["console", "json"] = "console"

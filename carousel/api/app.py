@@ -7,7 +7,7 @@ from importlib.metadata import version
 from fastapi import FastAPI
 from sqlalchemy.orm import Session, sessionmaker
 
-from carousel.api import admin, health, limits, native, tape_rest
+from carousel.api import admin, health, limits, native, tape_rest, webhooks
 from carousel.api.auth import install_auth
 from carousel.api.body_limit import BodyLimit
 from carousel.api.context import AppContext
@@ -63,6 +63,7 @@ def create_app(
     app.include_router(tape_rest.discovery)
     app.include_router(tape_rest.router)
     app.include_router(native.router)
+    app.include_router(webhooks.router)
     app.include_router(limits.router)
     app.include_router(admin.router)
     app.add_middleware(DatabaseErrors)  # inside BodyLimit: it replays bodies already within the limit

@@ -21,6 +21,7 @@ from carousel.api.metrics import service_metrics
 from carousel.api.native_schemas import (
     FileOut,
     FilePageOut,
+    OutlookOut,
     PathsIn,
     RequestListOut,
     RequestOut,
@@ -28,7 +29,9 @@ from carousel.api.native_schemas import (
     SubmitOut,
     SummaryOut,
 )
+from carousel.api.outlook import outlook_of
 from carousel.api.problems import PROBLEM_JSON
+from carousel.db.models import RequestState
 from carousel.domain.states import TapeRestState
 from carousel.intake import cancel as cancel_case
 from carousel.intake import release as release_case
@@ -36,6 +39,7 @@ from carousel.intake import status as status_case
 from carousel.intake import submit as submit_case
 from carousel.intake.access import resolve_request_id
 from carousel.intake.model import Api, RequestSummary, StageOrder
+from carousel.webhooks import register as webhooks_case
 
 PREFIX = "/api/native/v1"
 
@@ -90,6 +94,9 @@ def submit(
         colocation=body.colocation,
     )
     limits = context.settings.limits
+    webhooks = context.settings.webhooks
+    if body.webhook is not None:  # refused before anything is written
+        webhooks_case.check_webhook(body.webhook.url, body.webhook.secret, webhooks, field="webhook")
     submitted = submit_case.submit(
         session,
         context.adapter,
@@ -100,9 +107,21 @@ def submit(
         max_path_bytes=limits.max_path_length,
         quota=queue_quota(context.settings),
     )
+    webhook_id = None
+    if body.webhook is not None:
+        webhook_id = webhooks_case.register(
+            session,
+            context.clock,
+            caller,
+            submitted.request_id,
+            url=body.webhook.url,
+            secret=body.webhook.secret,
+            settings=webhooks,
+            field="webhook",
+        )
     after_commit(session, partial(service_metrics(request).submitted, Api.NATIVE, submitted.files_total))
     response.headers["Location"] = f"{public_base_url(request)}{PREFIX}/requests/{submitted.request_id}"
-    return SubmitOut(id=submitted.request_id, files_total=submitted.files_total)
+    return SubmitOut(id=submitted.request_id, files_total=submitted.files_total, webhook_id=webhook_id)
 
 
 @router.get("/requests", response_model=RequestListOut)
@@ -119,8 +138,15 @@ def list_requests(
 
 
 @router.get("/requests/{request_id}", response_model=SummaryOut)
-def get_request(request_id: RequestId, session: DbSession, caller: CurrentCaller) -> SummaryOut:
-    return _summary_out(status_case.summary(session, caller, request_id))
+def get_request(
+    request_id: RequestId, request: Request, session: DbSession, caller: CurrentCaller
+) -> SummaryOut:
+    """The request, its files by state and, while it is active, its outlook (position, eta, why it waits)."""
+    summary = _summary_out(status_case.summary(session, caller, request_id))
+    if summary.request.state == RequestState.ACTIVE.value:
+        found = outlook_of(request, session, request_id, summary.request.created_at)
+        summary.outlook = OutlookOut.of(found) if found is not None else None
+    return summary
 
 
 @router.get("/requests/{request_id}/files", response_model=FilePageOut)

@@ -7,9 +7,11 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from carousel.api.webhook_schemas import WebhookIn
 from carousel.domain.states import TapeRestState
 from carousel.intake.access import ALIAS_MAX_LENGTH, ALIAS_PATTERN, is_request_id
 from carousel.intake.model import FileStatus, RequestInfo
+from carousel.outlook.request_outlook import RequestOutlook
 
 Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:@+-]+$")]
 # Group names may be WLCG groups, such as "/star/production".
@@ -37,6 +39,9 @@ class SubmitIn(_Strict):
     colocation: str | None = Field(
         default=None, max_length=256, description="a hint: stage the files together, near this path"
     )
+    webhook: WebhookIn | None = Field(
+        default=None, description="a URL to tell when the request is done (docs/api.md, Webhooks)"
+    )
 
     @field_validator("alias")
     @classmethod
@@ -53,6 +58,7 @@ class PathsIn(_Strict):
 class SubmitOut(BaseModel):
     id: str
     files_total: int
+    webhook_id: str | None = Field(default=None, description="the id of the webhook given, if one was")
 
 
 class RequestOut(BaseModel):
@@ -87,9 +93,55 @@ class RequestOut(BaseModel):
         )
 
 
+class OutlookWaitOut(BaseModel):
+    code: str = Field(
+        description="not_worth_mounting_yet, no_free_drive, group_over_share, library_offline, retry_pending,"
+        " tape_unknown, not_projected or waiting (the policy's words say which)"
+    )
+    files: int = Field(description="files of the request waiting for this reason")
+    reason: str = Field(description="the policy's own words, for the tape holding most of these files")
+
+
+class OutlookOut(BaseModel):
+    """Where a request stands, from the outlook of the queue (docs/api.md, "Outlook")."""
+
+    computed_at: datetime = Field(description="the queue snapshot the outlook was projected from")
+    position: int | None = Field(
+        description="files of other work the library is expected to read before the request's first file"
+        " (0: one of its tapes is being read or is next); null when none of its files is placed"
+    )
+    eta: datetime | None = Field(
+        description="when its last file is expected on disk; null when none of its files is placed"
+    )
+    rough: bool = Field(description="some of its tapes lie beyond the projected plans: a rougher estimate")
+    reading: int = Field(description="files handed to the library (claimed, mounted or being read)")
+    next_cycle: int = Field(description="queued files the next cycle hands to the library")
+    unplanned: int = Field(description="pending files the eta does not cover (see waiting)")
+    waiting: list[OutlookWaitOut] = Field(description="why its other queued files wait, most files first")
+    note: str | None = Field(description="why there is no eta, or what it leaves out")
+
+    @classmethod
+    def of(cls, outlook: RequestOutlook) -> OutlookOut:
+        return cls(
+            computed_at=outlook.computed_at,
+            position=outlook.files_ahead,
+            eta=outlook.eta,
+            rough=outlook.rough,
+            reading=outlook.reading,
+            next_cycle=outlook.next_cycle,
+            unplanned=outlook.unplanned,
+            waiting=[OutlookWaitOut(code=w.code, files=w.files, reason=w.reason) for w in outlook.waiting],
+            note=outlook.note,
+        )
+
+
 class SummaryOut(BaseModel):
     request: RequestOut
     counts: dict[TapeRestState, int] = Field(description="files of the request in each state")
+    outlook: OutlookOut | None = Field(
+        default=None,
+        description="position, eta and waiting reasons (GET only); null once the request is finished",
+    )
 
 
 class FileOut(BaseModel):

@@ -24,6 +24,7 @@ from carousel.db.models import (
     RequestState,
     StageRequest,
 )
+from carousel.db.webhook_queries import enqueue_deliveries
 from carousel.domain.states import FileState
 
 F = QueuedFileRow
@@ -155,9 +156,12 @@ def close_requests_when_done(session: Session, request_ids: Collection[str]) -> 
     """ACTIVE requests with no PENDING link left become DONE, completed when their last link ended."""
     pending = exists().where(L.request_id == StageRequest.id, L.state == LinkState.PENDING.value)
     last_ended = select(func.max(L.finished_at)).where(L.request_id == StageRequest.id).scalar_subquery()
+    done: list[str] = []
     for chunk in _chunks(sorted(request_ids)):
-        session.execute(
+        done += session.scalars(
             update(StageRequest)
             .where(StageRequest.id.in_(chunk), StageRequest.state == RequestState.ACTIVE.value, ~pending)
             .values(state=RequestState.DONE.value, completed_at=last_ended)
-        )
+            .returning(StageRequest.id)
+        ).all()
+    enqueue_deliveries(session, done)  # their webhooks' notifications, in this same transaction

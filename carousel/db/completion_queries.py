@@ -23,6 +23,7 @@ from carousel.db.models import (
     RequestState,
     StageRequest,
 )
+from carousel.db.webhook_queries import enqueue_deliveries
 from carousel.domain.states import FileState
 
 F = QueuedFileRow
@@ -135,7 +136,7 @@ def close_finished_requests(session: Session, request_ids: Collection[str], at: 
     pending = exists().where(
         RequestFile.request_id == StageRequest.id, RequestFile.state == LinkState.PENDING.value
     )
-    session.execute(
+    done = session.scalars(
         update(StageRequest)
         .where(
             StageRequest.id.in_(request_ids),
@@ -143,7 +144,9 @@ def close_finished_requests(session: Session, request_ids: Collection[str], at: 
             ~pending,
         )
         .values(state=RequestState.DONE.value, completed_at=at)
-    )
+        .returning(StageRequest.id)
+    ).all()
+    enqueue_deliveries(session, done)  # their webhooks' notifications, in this same transaction
 
 
 def requeue_for_retry(

@@ -43,6 +43,7 @@ from carousel.db.models import (
     StageRequest,
     UtcDateTime,
 )
+from carousel.db.webhook_queries import enqueue_deliveries
 from carousel.domain.states import FileState, TapeRestState
 
 FILES = cast(Table, QueuedFileRow.__table__)
@@ -258,7 +259,10 @@ def finish_request_if_done(session: Session, request_id: str, now: datetime) -> 
         .where(REQUESTS.c.id == request_id, REQUESTS.c.state == RequestState.ACTIVE.value, no_pending)
         .values(state=RequestState.DONE.value, completed_at=now)
     )
-    return bool(cast(CursorResult[Any], result).rowcount)
+    done = bool(cast(CursorResult[Any], result).rowcount)
+    if done:  # its webhooks' notifications, in this same transaction
+        enqueue_deliveries(session, [request_id])
+    return done
 
 
 def mark_request_deleted(session: Session, request_id: str, now: datetime) -> None:

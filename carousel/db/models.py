@@ -20,6 +20,7 @@ from sqlalchemy import (
     String,
     Text,
     TypeDecorator,
+    UniqueConstraint,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -277,3 +278,49 @@ class PolicyAudit(Base):
     old_options: Mapped[dict[str, Any]] = mapped_column(JSON)
     new_policy: Mapped[str] = mapped_column(String(64))
     new_options: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class RequestWebhook(Base):
+    """A URL to tell when a request is done (carousel.webhooks). The secret signs each delivery, so it is
+    kept as given; it is never shown again."""
+
+    __tablename__ = "request_webhooks"
+    __table_args__ = (UniqueConstraint("request_id", "url"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    # found by request through the unique (request_id, url)
+    request_id: Mapped[str] = mapped_column(ForeignKey("requests.id", ondelete="CASCADE"))
+    url: Mapped[str] = mapped_column(String(2048))
+    secret: Mapped[str | None] = mapped_column(Text, default=None)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class DeliveryState(StrEnum):
+    PENDING = "PENDING"  # to be sent at next_attempt_at (again, after a failed attempt)
+    DELIVERED = "DELIVERED"  # the receiver answered 2xx
+    FAILED = "FAILED"  # every attempt failed, or it can never succeed; last_error says why
+
+
+class WebhookDelivery(Base):
+    """The outbox: one notification to one webhook, written in the transaction that made its request DONE.
+    Its id is the delivery id the receiver sees (the same on every attempt: receivers deduplicate on it)."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        CheckConstraint(f"state IN ({_in(DeliveryState)})", name="state"),
+        CheckConstraint("attempts >= 0", name="attempts"),
+        # the deliverer's question: PENDING ones due now, oldest first
+        Index("ix_webhook_deliveries_state_next_attempt_at", "state", "next_attempt_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    webhook_id: Mapped[str] = mapped_column(ForeignKey("request_webhooks.id", ondelete="CASCADE"), index=True)
+    request_id: Mapped[str] = mapped_column(String(36))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    state: Mapped[str] = mapped_column(String(16), default=DeliveryState.PENDING.value)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)  # attempts started
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    last_status: Mapped[int | None] = mapped_column(Integer, default=None)  # HTTP status of the last answer
+    last_error: Mapped[str | None] = mapped_column(Text, default=None)

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from carousel.domain.clock import Clock
 from carousel.observability.database_collector import DatabaseCollector
 from carousel.scheduler.cycle import CycleReport
+from carousel.webhooks.deliverer import DeliveryReport
 from hsm_adapters.base import Health
 
 CYCLE_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -86,6 +87,15 @@ class ServiceMetrics:
             buckets=HTTP_BUCKETS_S,
             registry=r,
         )
+        self.webhook_deliveries = Counter(
+            "carousel_webhook_deliveries",
+            "Webhook delivery attempts by outcome: delivered (2xx), retrying (failed, another to come), "
+            "failed (for good), lost_lease (taken again by another deliverer meanwhile)",
+            ["outcome"],
+            registry=r,
+        )
+        for outcome in ("delivered", "retrying", "failed", "lost_lease"):
+            self.webhook_deliveries.labels(outcome=outcome)  # every series from the start, at 0
         self._database: DatabaseCollector | None = None
 
     def watch_database(self, session_factory: sessionmaker[Session], clock: Clock) -> None:
@@ -97,6 +107,12 @@ class ServiceMetrics:
     def submitted(self, api: str, files: int) -> None:
         self.submissions.labels(api=api).inc()
         self.submitted_files.labels(api=api).inc(files)
+
+    def observe_webhooks(self, report: DeliveryReport) -> None:
+        self.webhook_deliveries.labels(outcome="delivered").inc(report.delivered)
+        self.webhook_deliveries.labels(outcome="retrying").inc(report.retrying)
+        self.webhook_deliveries.labels(outcome="failed").inc(report.failed)
+        self.webhook_deliveries.labels(outcome="lost_lease").inc(report.lost_lease)
 
     def observe_cycle(self, report: CycleReport) -> None:
         self.cycles.labels(leader=str(report.leader).lower()).inc()

@@ -2,11 +2,14 @@
 
 One run at a time (max_instances=1); runs missed while one was still going are folded into one (coalesce).
 A cycle that raises is logged and the next one runs as planned: the scheduler outlives a bad cycle.
+Side jobs (the webhook deliverer) run on intervals of their own, in threads of their own: never in the
+cycle's way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import structlog
@@ -17,12 +20,25 @@ log = structlog.get_logger(__name__)
 JOB_ID = "carousel-cycle"
 
 
+@dataclass(frozen=True, slots=True)
+class SideJob:
+    """Work beside the cycle, on its own interval: one run at a time, a failing run logged."""
+
+    job_id: str
+    run_once: Callable[[], object]
+    interval_s: float
+    close: Callable[[], None] | None = None  # called once the runner has stopped
+
+
 class CycleRunner:
-    def __init__(self, run_once: Callable[[], object], interval_s: float) -> None:
-        if interval_s <= 0:
-            raise ValueError(f"interval_s must be positive, got {interval_s}")
+    def __init__(
+        self, run_once: Callable[[], object], interval_s: float, side_jobs: Sequence[SideJob] = ()
+    ) -> None:
+        if interval_s <= 0 or any(job.interval_s <= 0 for job in side_jobs):
+            raise ValueError(f"intervals must be positive, got {interval_s}")
         self._run_once = run_once
         self.interval_s = interval_s
+        self.side_jobs = tuple(side_jobs)
         self._scheduler: BackgroundScheduler | None = None
 
     @property
@@ -43,6 +59,16 @@ class CycleRunner:
             misfire_grace_time=None,
             next_run_time=datetime.now(UTC),  # the first cycle at once, not one interval later
         )
+        for job in self.side_jobs:
+            scheduler.add_job(
+                _logged(job),
+                "interval",
+                seconds=job.interval_s,
+                id=job.job_id,
+                max_instances=1,
+                coalesce=True,
+                misfire_grace_time=None,
+            )
         scheduler.start()
         self._scheduler = scheduler
         log.info("scheduler started", interval_s=self.interval_s)
@@ -53,6 +79,9 @@ class CycleRunner:
             return
         self._scheduler.shutdown(wait=wait)
         self._scheduler = None
+        for job in self.side_jobs:
+            if job.close is not None:
+                job.close()
         log.info("scheduler stopped")
 
     def _tick(self) -> None:
@@ -60,3 +89,13 @@ class CycleRunner:
             self._run_once()
         except Exception:
             log.exception("scheduling cycle failed")
+
+
+def _logged(job: SideJob) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            job.run_once()
+        except Exception:
+            log.exception("side job failed", job=job.job_id)
+
+    return run
