@@ -59,6 +59,10 @@ class ReplayConfig:
     max_attempts: int = 3
     retry_backoff_s: float = 600.0
     skip_idle_ticks: bool = True  # False runs a pass at every tick, as the service does (for checks)
+    # Library seconds per clock second, as the service's simulated library option `scale`: the trace's
+    # times, the cycle interval and the policy's clock are clock seconds, the library runs this much faster
+    # (a replay of the service's own history, carousel.policy_admin.history_replay).
+    time_scale: float = 1.0
 
 
 @dataclass(slots=True)
@@ -84,9 +88,9 @@ class ReplayLibrary:
     profile: DriveProfile
     setup: LibrarySetup
 
-    def adapter(self, clock: ManualClock) -> HsmAdapter:
-        """The library behind the service's adapter on `clock` (scale 1), with the setup's read order."""
-        adapter: HsmAdapter = SimulatedAdapter(self.library, clock, scale=1.0)
+    def adapter(self, clock: ManualClock, scale: float = 1.0) -> HsmAdapter:
+        """The library behind the service's adapter on `clock`, with the setup's read order."""
+        adapter: HsmAdapter = SimulatedAdapter(self.library, clock, scale=scale)
         if self.setup.read_order == "shortest_locate":
             adapter = ShortestLocateFirst(adapter, self.physics)
         return adapter
@@ -121,11 +125,13 @@ def replay(
     """`observer`, if given, is called after every planning pass (to measure, never to steer)."""
     if config.cycle_interval_s <= 0:
         raise ConfigError(f"cycle interval must be positive, got {config.cycle_interval_s}")
+    if config.time_scale <= 0:
+        raise ConfigError(f"time scale must be positive, got {config.time_scale}")
     built = replay_library(trace, config)
     profile, physics, setup, library = built.profile, built.physics, built.setup, built.library
     policy = build_policy(config.policy, config.policy_options)
     clock = ManualClock(EPOCH)
-    adapter = built.adapter(clock)
+    adapter = built.adapter(clock, config.time_scale)
     store = MemoryQueueStore(
         Retry(config.max_attempts, config.retry_backoff_s),
         track_usage="fair_share" in config.policy_options,
@@ -181,7 +187,7 @@ def replay(
             continue
         upcoming = [
             rows[arrived].arrival_s if arrived < len(rows) else None,
-            library.next_event_time(),
+            _clock_seconds(library.next_event_time(), config.time_scale),
             _seconds(dispatch.plan.wake_at),
             _seconds(store.next_due()),
         ]
@@ -194,7 +200,7 @@ def replay(
         tick = max(tick + 1, math.ceil(soonest / interval - 1e-9))
     ticks = tick
     # let the library finish its unmounts, so every mount has its end
-    while (t := library.next_event_time()) is not None:
+    while (t := _clock_seconds(library.next_event_time(), config.time_scale)) is not None:
         # a clock keeps microseconds: round up, or the library would stay just short of its event
         clock.set(max(clock.now(), EPOCH + timedelta(microseconds=math.ceil(t * 1e6))))
         store.apply(adapter.poll_events())
@@ -210,6 +216,10 @@ def replay(
         ticks=ticks,
         handovers=handovers,
     )
+
+
+def _clock_seconds(library_s: float | None, time_scale: float) -> float | None:
+    return None if library_s is None else library_s / time_scale
 
 
 def _seconds(when: datetime | None) -> float | None:
