@@ -1,0 +1,136 @@
+"""One request's outlook: where it stands in the queue, when it should be done, and why its files wait.
+
+Read from a projection of the whole queue (`carousel.outlook.projection`) and the request's own pending
+files per tape (`RequestWork`):
+
+- `files_ahead` (the queue position users see): the files of other work the library is expected to read
+  before the first of the request's files is read; 0 when one of its tapes is being read or is next. It is
+  the smallest `files_ahead` of the tapes the request has files on.
+- `eta`: when the last of its files with a projected pass is expected on disk (the latest pass end of its
+  tapes). Files the projection cannot place (tape not known yet, a retry backing off, submitted after the
+  projection was made, no time for the library) are counted in `unplanned` and named in `waiting`; with no
+  file placed the eta is None and `note` says why.
+- `waiting`: why its queued files are not in the next cycle's plan, as codes (carousel.outlook.reasons) with
+  the number of files and the policy's own words for the tape holding most of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from carousel.outlook.projection import Projection
+from carousel.outlook.reasons import WaitCode, classify
+
+TAPE_UNKNOWN = "tape_unknown"  # the library has not said yet which tape holds the file
+NOT_PROJECTED = "not_projected"  # its tape has work the projection did not see (submitted since)
+
+_OFFLINE_WORDS = "the library is offline: nothing moves until it is back"
+_BEHIND_WORDS = "queued behind other work: the next cycle's plan does not reach it"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestWork:
+    """A request's pending files as the queue holds them."""
+
+    queued: Mapping[str, int] = field(default_factory=dict)  # tape -> files queued and due
+    in_flight: Mapping[str, int] = field(default_factory=dict)  # tape -> files claimed or with the library
+    retry_pending: int = 0  # files backing off after a failed read
+    retry_due_at: datetime | None = None  # when the last of them is due again
+    tape_unknown: int = 0
+    unknown_reason: str | None = None  # what the library said of one of them
+
+    @property
+    def pending(self) -> int:
+        waiting_apart = self.retry_pending + self.tape_unknown
+        return sum(self.queued.values()) + sum(self.in_flight.values()) + waiting_apart
+
+
+@dataclass(frozen=True, slots=True)
+class WaitReason:
+    code: str
+    files: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RequestOutlook:
+    computed_at: datetime  # the projection's snapshot
+    files_ahead: int | None
+    eta: datetime | None
+    rough: bool  # some of its tapes were placed beyond the policy's projected plans
+    reading: int  # files handed to the library (claimed, mounted or being read)
+    next_cycle: int  # queued files the next cycle's plan hands to the library
+    unplanned: int  # pending files the eta does not cover
+    waiting: tuple[WaitReason, ...] = ()
+    note: str | None = None
+
+
+def request_outlook(projection: Projection, work: RequestWork) -> RequestOutlook:
+    reasons: dict[str, list[tuple[int, str]]] = {}  # code -> (files, words) per tape
+
+    def wait(code: str, files: int, words: str) -> None:
+        if files > 0:
+            reasons.setdefault(code, []).append((files, words))
+
+    offline = projection.note is not None and "offline" in projection.note
+    etas: list[datetime] = []
+    ahead: list[int] = []
+    rough = False
+    next_cycle = 0
+    unplanned = work.retry_pending + work.tape_unknown
+    for tape in sorted(set(work.queued) | set(work.in_flight)):
+        queued, flying = work.queued.get(tape, 0), work.in_flight.get(tape, 0)
+        outlook = projection.tapes.get(tape)
+        if outlook is None or outlook.queued < queued:
+            # the tape's queue grew since the snapshot: the next projection places these files
+            unplanned += queued
+            wait(NOT_PROJECTED, queued, "submitted after the outlook was made: in the next one")
+            if outlook is None:
+                unplanned += flying
+                continue
+            queued = 0  # its files in flight are in the projection
+            if flying == 0:
+                continue
+        if outlook.eta is None:
+            unplanned += queued + flying
+        else:
+            etas.append(outlook.eta)
+        if outlook.files_ahead is not None:
+            ahead.append(outlook.files_ahead)
+        rough = rough or outlook.rough
+        if queued == 0:
+            continue
+        if outlook.selected:
+            next_cycle += queued
+        elif outlook.reason is not None:
+            wait(classify(outlook.reason).value, queued, outlook.reason)
+        elif offline:
+            wait(WaitCode.LIBRARY_OFFLINE.value, queued, _OFFLINE_WORDS)
+        else:
+            wait(WaitCode.WAITING.value, queued, _BEHIND_WORDS)
+    due = f" (due again at {work.retry_due_at.isoformat()})" if work.retry_due_at is not None else ""
+    wait(WaitCode.RETRY_PENDING.value, work.retry_pending, f"a read failed: retried later{due}")
+    unknown_words = work.unknown_reason or "the library has not said which tape holds it"
+    wait(TAPE_UNKNOWN, work.tape_unknown, unknown_words)
+
+    note = None
+    if not etas and work.pending:
+        note = projection.note or "none of its files is in the outlook yet"
+    elif unplanned:
+        note = f"{unplanned} file(s) not in the estimate: see waiting"
+    return RequestOutlook(
+        computed_at=projection.now,
+        files_ahead=min(ahead, default=None),
+        eta=max(etas, default=None),
+        rough=rough,
+        reading=sum(work.in_flight.values()),
+        next_cycle=next_cycle,
+        unplanned=unplanned,
+        waiting=tuple(
+            WaitReason(code, sum(n for n, _ in per_tape), max(per_tape, key=lambda e: e[0])[1])
+            for code, per_tape in sorted(reasons.items(), key=lambda item: -sum(n for n, _ in item[1]))
+        ),
+        note=note,
+    )

@@ -1,0 +1,77 @@
+"""A request's outlook in the native summary (GET /api/native/v1/requests/{id}): a position, an eta in the
+future and the reason its files wait while it is active; null once it is finished. The Tape REST status
+stays as the standard has it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from carousel.domain.clock import ManualClock
+from tests.integration.api.conftest import SyncApi
+
+NATIVE = "/api/native/v1"
+
+
+def _submit(api: SyncApi, paths: list[str]) -> str:
+    response = api.post(f"{NATIVE}/requests", json={"paths": paths})
+    assert response.status_code == 201, response.text
+    request_id: str = response.json()["id"]
+    return request_id
+
+
+def test_a_queued_request_has_a_position_an_eta_and_a_reason(
+    make_api: Callable[..., SyncApi], library_paths: list[str], clock: ManualClock
+) -> None:
+    # cta mounts a tape once it holds enough work or has waited an hour: a fresh request waits
+    api = make_api(policy="cta")
+    request_id = _submit(api, library_paths[:3])
+
+    outlook = api.get(f"{NATIVE}/requests/{request_id}").json()["outlook"]
+
+    assert outlook is not None
+    assert outlook["position"] == 0  # nothing else is queued
+    eta = datetime.fromisoformat(outlook["eta"])
+    assert eta > clock.now()
+    assert datetime.fromisoformat(outlook["computed_at"]) == clock.now()
+    assert outlook["reading"] == 0 and outlook["next_cycle"] == 0 and outlook["unplanned"] == 0
+    assert [w["code"] for w in outlook["waiting"]] == ["not_worth_mounting_yet"]
+    assert outlook["waiting"][0]["files"] == 3 and "threshold" in outlook["waiting"][0]["reason"]
+
+
+def test_requests_behind_others_have_files_ahead_and_later_etas(
+    api: SyncApi, library_paths: list[str], clock: ManualClock
+) -> None:
+    # fifo hands every file over at once; the library's two drives take the first two tapes, the third
+    # tape waits for one of them
+    first = _submit(api, library_paths[:1])
+    before = api.get(f"{NATIVE}/requests/{first}").json()["outlook"]
+    clock.advance(1)
+    second = _submit(api, library_paths[10:11])
+    third = _submit(api, library_paths[20:21])
+    clock.advance(1)  # they came after the shared projection was made: a read asks for a fresh one
+
+    outlooks = [api.get(f"{NATIVE}/requests/{r}").json()["outlook"] for r in (first, second, third)]
+
+    assert before["next_cycle"] == 1 and before["waiting"] == [] and before["position"] == 0
+    assert [o["position"] for o in outlooks] == [0, 0, 2]
+    assert all(o["next_cycle"] == 1 and o["unplanned"] == 0 for o in outlooks)
+    # the first read was answered from the projection it was submitted under; the others from a fresh one
+    made = [datetime.fromisoformat(o["computed_at"]) for o in outlooks]
+    assert made[0] < made[1] == made[2] == clock.now()
+    etas = [datetime.fromisoformat(o["eta"]) for o in outlooks]
+    assert clock.now() < etas[1] < etas[2]
+
+
+def test_a_finished_request_has_no_outlook_and_tape_rest_is_unchanged(
+    api: SyncApi, library_paths: list[str]
+) -> None:
+    request_id = _submit(api, library_paths[:2])
+    tape_rest = api.get(f"/api/v1/stage/{request_id}").json()
+    assert "outlook" not in tape_rest
+
+    assert api.post(f"{NATIVE}/requests/{request_id}/cancel").status_code == 200
+    summary = api.get(f"{NATIVE}/requests/{request_id}").json()
+
+    assert summary["request"]["state"] == "DONE"
+    assert summary["outlook"] is None
