@@ -14,6 +14,10 @@ clock, starting at 0), windows are half-open: [start_s, end_s).
   health is OFFLINE; queued work waits and nothing fails because of the outage;
 - slow windows: the library answers late. Batches submitted in the window reach the library `latency_s`
   later; lookups time out (Unknown) when the latency exceeds the adapter's lookup timeout; health DEGRADED.
+- stall windows: the library says ONLINE and accepts batches, but no mount and no new read starts (reads
+  already going finish); queued work waits. A hung HSM scheduler, which carousel's liveness watch must notice;
+- hung reads: reads of the named paths start and never end (the drive stays on them) until cancelled; the
+  first `reads` reads of the path hang (None: every one). A read that hangs, which the read timeout must end.
 """
 
 from __future__ import annotations
@@ -87,6 +91,20 @@ class SlowWindow:
 
 
 @dataclass(frozen=True, slots=True)
+class HungRead:
+    """Reads of `path` start and never finish until cancelled: its first `reads` reads (None: all)."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    path: str
+    reads: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.reads is not None and self.reads < 1:
+            raise ValueError(f"reads must be at least 1 (or absent: every read), got {self.reads}")
+
+
+@dataclass(frozen=True, slots=True)
 class FaultPlan:
     __pydantic_config__ = ConfigDict(extra="forbid")
 
@@ -97,6 +115,8 @@ class FaultPlan:
     drive_outages: tuple[DriveOutage, ...] = ()
     offline_windows: tuple[Window, ...] = ()
     slow_windows: tuple[SlowWindow, ...] = ()
+    stall_windows: tuple[Window, ...] = ()
+    hung_reads: tuple[HungRead, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.read_error_probability <= 1.0:
@@ -113,10 +133,12 @@ class FaultPlan:
             for before, after in itertools.pairwise(ordered):
                 if after.start_s < before.end_s:
                     raise ValueError(f"drive_outages of {drive} overlap at {after.start_s}")
-        ordered_windows = sorted(self.offline_windows, key=lambda w: w.start_s)
-        for before_w, after_w in itertools.pairwise(ordered_windows):
-            if after_w.start_s < before_w.end_s:
-                raise ValueError(f"offline_windows overlap at {after_w.start_s}")
+        windows_by_name = {"offline_windows": self.offline_windows, "stall_windows": self.stall_windows}
+        for name, windows in windows_by_name.items():
+            ordered_windows = sorted(windows, key=lambda w: w.start_s)
+            for before_w, after_w in itertools.pairwise(ordered_windows):
+                if after_w.start_s < before_w.end_s:
+                    raise ValueError(f"{name} overlap at {after_w.start_s}")
 
     def pick_bad_cartridges(self, tapes: Sequence[str]) -> frozenset[str]:
         """The named bad cartridges plus `bad_cartridge_count` drawn from `tapes` by the seed."""

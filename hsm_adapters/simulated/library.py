@@ -85,7 +85,7 @@ _BACKLOG, _QUEUED, _STARTED, _STAGED, _FAILED, _CANCELLED = range(6)
 _EMPTY, _MOUNTING, _READING, _IDLE, _UNMOUNTING, _DOWN = range(6)
 # Engine events; the first five belong to a drive and carry its generation (stale ones are skipped)
 _FILE_DONE, _MOUNT_DONE, _IDLE_TIMEOUT, _UNLOADED, _DRIVE_FREE = range(5)
-_ADMIT, _DRIVE_DOWN, _DRIVE_UP, _OFFLINE_START, _OFFLINE_END = range(5, 10)
+_ADMIT, _DRIVE_DOWN, _DRIVE_UP, _OFFLINE_START, _OFFLINE_END, _STALL_START, _STALL_END = range(5, 12)
 _DRIVE_EVENTS = _DRIVE_FREE
 
 _UNLIMITED = 1 << 62
@@ -257,6 +257,10 @@ class Library:
         self._out: list[SimEvent] = []
         self._want_dispatch = False
         self._offline = False
+        self._stalled = False  # a stall window: nothing starts, the library still says ONLINE
+        # hung reads: path -> reads of it that will still hang (None: every one); drives holding a hung read
+        self._hang_left: dict[str, int | None] = {h.path: h.reads for h in self.faults.hung_reads}
+        self._hung: dict[str, _Drive] = {}  # file key -> drive stuck on it
 
         self._depths = depths
         self._classes: dict[str, _ServiceClass] = {name: _ServiceClass(d) for name, d in depths.items()}
@@ -329,6 +333,9 @@ class Library:
                 (unknown if ended is None else cancelled if ended else in_progress).append(key)
             elif recall.state <= _QUEUED:
                 self._cancel(recall, at)
+                cancelled.append(key)
+            elif key in self._hung:
+                self._abandon_hung(recall, at)
                 cancelled.append(key)
             else:
                 in_progress.append(key)
@@ -449,8 +456,13 @@ class Library:
                 self._want_dispatch = True
             elif kind == _OFFLINE_START:
                 self._offline = True
+            elif kind == _STALL_START:
+                self._stalled = True
             else:
-                self._offline = False
+                if kind == _OFFLINE_END:
+                    self._offline = False
+                else:
+                    self._stalled = False
                 for drive in drives:
                     if drive.state == _IDLE:
                         self._drive_next(drive, t)
@@ -473,6 +485,9 @@ class Library:
         for window in self.faults.offline_windows:
             self._push(window.start_s, _OFFLINE_START, 0, 0)
             self._push(window.end_s, _OFFLINE_END, 0, 0)
+        for window in self.faults.stall_windows:
+            self._push(window.start_s, _STALL_START, 0, 0)
+            self._push(window.end_s, _STALL_END, 0, 0)
 
     # --- admission and cancel -----------------------------------------------------------------------------
 
@@ -600,7 +615,7 @@ class Library:
 
     def _dispatch(self, t: float) -> None:
         self._want_dispatch = False
-        if self._offline:
+        if self._offline or self._stalled:
             return
         if self._tape_ordered:
             self._dispatch_ordered(t)
@@ -735,7 +750,7 @@ class Library:
         cartridge = drive.tape
         assert cartridge is not None
         recall: _Recall | None = None
-        if not self._offline:
+        if not (self._offline or self._stalled):
             recall = (
                 self._next_ordered(cartridge, drive.head)
                 if self._tape_ordered
@@ -772,7 +787,45 @@ class Library:
                 recall.batch_key,
             )
         )
+        if self._hangs(recall.path):
+            self._hung[recall.key] = drive  # no end is scheduled: the drive stays on it until a cancel
+            return
         self._push(t + busy_s, _FILE_DONE, drive.index, drive.gen)
+
+    def _hangs(self, path: str) -> bool:
+        if path not in self._hang_left:
+            return False
+        left = self._hang_left[path]
+        if left is not None:
+            if left <= 0:
+                return False
+            self._hang_left[path] = left - 1
+        return True
+
+    def _abandon_hung(self, recall: _Recall, t: float) -> None:
+        """A cancel reaches a hung read: the drive gives it up and goes on with its cartridge."""
+        drive = self._hung.pop(recall.key)
+        drive.current = None
+        recall.state = _CANCELLED
+        self._cancelled += 1
+        del self._recalls[recall.key]
+        self._ended[recall.key] = True
+        self._out.append(
+            SimEvent(
+                EventKind.FILE_CANCELLED,
+                t,
+                recall.tape.label,
+                drive.name,
+                recall.key,
+                recall.path,
+                recall.batch_key,
+                0,
+                "read abandoned: cancelled while it hung",
+                True,
+            )
+        )
+        self._release(recall.service, t)
+        self._drive_next(drive, t)
 
     def _next_ordered(self, cartridge: _Cartridge, head: int) -> _Recall | None:
         heads = cartridge.heads
@@ -938,6 +991,7 @@ class Library:
         recall = drive.current
         if recall is not None:
             drive.current = None
+            self._hung.pop(recall.key, None)  # a hung read ends with its drive; read again, it may hang again
             recall.state = _QUEUED
             recall.tape.queued += 1
             requeue.append(recall)

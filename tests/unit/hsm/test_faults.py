@@ -13,6 +13,7 @@ from hsm_adapters.base import EventKind, Health
 from hsm_adapters.simulated.faults import (
     DriveOutage,
     FaultPlan,
+    HungRead,
     Window,
     fault_plan_from_mapping,
     load_fault_plan,
@@ -224,3 +225,50 @@ def test_under_any_mix_of_faults_every_recall_still_ends_once(
     )
     events, submitted = run_workload(seed, discipline, drives, 10, 0.2, faults=plan)
     check_recall_log(events, submitted)
+
+
+def test_a_stalled_library_says_online_accepts_batches_and_starts_nothing_until_the_window_ends() -> None:
+    physics = physics_for("lto8")
+    catalogue = catalogue_for(physics, cartridges=2, files=3)
+    plan = fault_plan_from_mapping({"stall_windows": [{"start_s": 10.0, "end_s": 5000.0}]})
+    library = Library(catalogue, physics, drives=1, faults=plan)
+    first, second = catalogue.tapes
+    library.advance_to(20.0)
+    library.submit(batch_of("b1", catalogue.on_tape(first)), 20.0)  # accepted: no Unavailable
+    library.submit(batch_of("b2", catalogue.on_tape(second)), 20.0)
+    assert library.health(4000.0) is Health.ONLINE
+    assert library.capacity(4000.0).drives_free == 1
+    events = library.advance_to(4999.0)
+    assert events == []  # no mount, no start, no end in the window
+    events = library.run_until_idle()
+    assert min(e.t for e in events) >= 5000.0
+    assert len(of_kind(events, EventKind.FILE_STAGED)) == 6
+    assert not of_kind(events, EventKind.FILE_FAILED)
+
+
+def test_a_hung_read_holds_its_drive_until_cancelled_then_the_drive_goes_on() -> None:
+    physics = physics_for("lto8")
+    catalogue = catalogue_for(physics, cartridges=1, files=3)
+    entries = catalogue.on_tape(catalogue.tapes[0])
+    hung = entries[0].path
+    library = Library(catalogue, physics, drives=1, faults=FaultPlan(hung_reads=(HungRead(hung, reads=1),)))
+    library.submit(batch_of("b1", entries), 0.0)
+    events = library.advance_to(100_000.0)
+    assert [e.path for e in of_kind(events, EventKind.FILE_STARTED)] == [hung]
+    assert not of_kind(events, EventKind.FILE_STAGED)  # the drive is stuck on it
+    key = of_kind(events, EventKind.FILE_STARTED)[0].file_key
+    assert key is not None
+    answer = library.cancel([key], 100_000.0)
+    assert answer.cancelled == (key,)
+    events = library.run_until_idle()
+    cancelled = of_kind(events, EventKind.FILE_CANCELLED)
+    assert [e.file_key for e in cancelled] == [key] and cancelled[0].reason is not None
+    assert len(of_kind(events, EventKind.FILE_STAGED)) == 2  # the other files are read
+    # read again (a new batch), it does not hang: it hung once
+    library.submit(batch_of("b2", entries[:1]), library.now)
+    assert [e.path for e in of_kind(library.run_until_idle(), EventKind.FILE_STAGED)] == [hung]
+
+
+def test_stall_windows_may_not_overlap() -> None:
+    with pytest.raises(ConfigError, match="stall_windows"):
+        fault_plan_from_mapping({"stall_windows": [{"start_s": 0, "end_s": 10}, {"start_s": 5, "end_s": 20}]})
