@@ -34,8 +34,11 @@ class CycleRunner:
     def __init__(
         self, run_once: Callable[[], object], interval_s: float, side_jobs: Sequence[SideJob] = ()
     ) -> None:
-        if interval_s <= 0 or any(job.interval_s <= 0 for job in side_jobs):
-            raise ValueError(f"intervals must be positive, got {interval_s}")
+        if interval_s <= 0:
+            raise ValueError(f"interval_s must be positive, got {interval_s}")
+        for job in side_jobs:
+            if job.interval_s <= 0:
+                raise ValueError(f"{job.job_id}: interval_s must be positive, got {job.interval_s}")
         self._run_once = run_once
         self.interval_s = interval_s
         self.side_jobs = tuple(side_jobs)

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from carousel.scheduler.runner import CycleRunner
+from carousel.scheduler.runner import CycleRunner, SideJob
 
 WAIT_S = 10
 
@@ -81,3 +81,39 @@ def test_cycles_never_overlap():
 def test_interval_must_be_positive():
     with pytest.raises(ValueError, match="interval_s"):
         CycleRunner(lambda: None, interval_s=0)
+
+
+def test_a_side_job_runs_while_a_cycle_is_stuck_and_survives_its_own_failure():
+    """The webhook deliverer's place: its own job, in its own thread, so neither waits for the other."""
+    cycle_started = threading.Event()
+    release_cycle = threading.Event()
+    side_runs: list[str] = []
+    side_ran_twice = threading.Event()
+    closed = threading.Event()
+
+    def stuck_cycle() -> None:
+        cycle_started.set()
+        release_cycle.wait(WAIT_S)
+
+    def side() -> None:
+        side_runs.append("ran")
+        if len(side_runs) == 1:
+            raise RuntimeError("a receiver misbehaved")
+        side_ran_twice.set()
+
+    job = SideJob("side", side, interval_s=0.01, close=closed.set)
+    runner = CycleRunner(stuck_cycle, interval_s=60, side_jobs=[job])
+    runner.start()
+    try:
+        assert cycle_started.wait(WAIT_S)
+        assert side_ran_twice.wait(WAIT_S)  # while the one cycle is still stuck
+        assert not release_cycle.is_set()
+    finally:
+        release_cycle.set()
+        runner.stop()
+    assert closed.is_set()
+
+
+def test_side_job_interval_must_be_positive():
+    with pytest.raises(ValueError, match="side: interval_s"):
+        CycleRunner(lambda: None, interval_s=1, side_jobs=[SideJob("side", lambda: None, interval_s=0)])
