@@ -18,13 +18,17 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy.orm import Session, sessionmaker
 
-from carousel.config import Settings, load_settings
+from carousel.api.admin_schemas import HistoryReplayOut
+from carousel.config import Settings, library_time_scale, load_settings
 from carousel.db.engine import check_schema_current, make_engine, make_session_factory, transaction
 from carousel.domain.clock import SystemClock
 from carousel.domain.errors import InvalidInput
 from carousel.policy_admin import changes
 from carousel.policy_admin.diff import differences
+from carousel.policy_admin.dry_run import dry_run
+from carousel.policy_admin.history_replay import Outcome, replay_history
 from carousel.policy_admin.model import PolicyChoice
+from hsm_adapters.registry import build_adapter
 
 policy_app = typer.Typer(add_completion=False, help="The active scheduling policy: show, change, audit.")
 out = Console(highlight=False, width=160)
@@ -149,3 +153,155 @@ def audit(limit: Annotated[int, typer.Option(min=1, max=1000, help="the newest N
         out.print("no change recorded: the settings' policy is active")
         return
     out.print(table)
+
+
+def _candidate(
+    name: str | None, options: str | None, options_file: Path | None, active: PolicyChoice
+) -> PolicyChoice:
+    """POLICY with its options; omitted, the active one (with its options unless others are given)."""
+    given = read_options(options, options_file) if options is not None or options_file is not None else None
+    if name is None or name == active.policy:
+        return PolicyChoice(active.policy, given if given is not None else active.options)
+    return PolicyChoice(name, given or {})
+
+
+CandidateName = Annotated[
+    str | None, typer.Argument(metavar="[POLICY]", help="the policy to try; default: the active one")
+]
+
+
+@policy_app.command("dry-run")
+def dry_run_command(
+    name: CandidateName = None,
+    *,
+    options: OptionsJson = None,
+    options_file: OptionsFile = None,
+) -> None:
+    """What the next cycles would do under POLICY on the live queue, beside the active policy; nothing is
+    dispatched. The library is asked for its health and capacity as the scheduler asks it."""
+    settings = load_settings()
+    clock = SystemClock()
+    with database(settings) as factory:
+        with transaction(factory) as session:
+            active = changes.active_settings(session, settings).choice
+        candidate = _candidate(name, options, options_file, active)
+        adapter = build_adapter(settings.adapter, settings.adapter_options, clock)
+        try:
+            done = dry_run(
+                factory,
+                adapter,
+                clock,
+                candidate=candidate,
+                active=active,
+                time_scale=library_time_scale(settings),
+            )
+        finally:
+            adapter.close()
+    table = Table(show_edge=False)
+    for column in ("policy", "next cycle mounts", "tapes waiting", "plans", "queue drained at"):
+        table.add_column(column)
+    for label, choice, projection in (
+        ("candidate", done.candidate, done.under_candidate),
+        ("active", done.active, done.under_active),
+    ):
+        drained = projection.drained_at.isoformat(timespec="seconds") if projection.drained_at else "-"
+        table.add_row(
+            f"{label}: {choice.policy}",
+            str(len(projection.plan.selections)),
+            str(len(projection.plan.waiting)),
+            f"{projection.plans}{'' if projection.complete else ' (rough beyond)'}",
+            drained,
+        )
+    out.print(f"{len(done.under_candidate.tapes)} tapes with work at {done.under_candidate.now.isoformat()}")
+    out.print(table)
+
+
+@policy_app.command("replay")
+def replay_command(
+    name: CandidateName = None,
+    *,
+    options: OptionsJson = None,
+    options_file: OptionsFile = None,
+    hours: Annotated[
+        float, typer.Option("--hours", help="the window: requests created in the last H hours")
+    ] = 24.0,
+    profile: Annotated[
+        str | None, typer.Option("--profile", help="drive profile; default: the simulated library's")
+    ] = None,
+    drives: Annotated[
+        int | None, typer.Option("--drives", help="drives; default: the simulated library's")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="the whole result as JSON")] = False,
+) -> None:
+    """Replay the last hours' requests through the simulator under POLICY, beside what happened and the
+    active policy's replay of them (docs/admin.md)."""
+    settings = load_settings()
+    with database(settings) as factory:
+        with transaction(factory) as session:
+            active = changes.active_settings(session, settings).choice
+        done = replay_history(
+            factory,
+            settings,
+            SystemClock(),
+            candidate=_candidate(name, options, options_file, active),
+            active=active,
+            hours=hours,
+            profile=profile,
+            drives=drives,
+            time_scale=library_time_scale(settings),
+        )
+    if as_json:
+        typer.echo(json.dumps(HistoryReplayOut.of(done).model_dump(mode="json"), indent=2))
+        return
+    out.print(
+        f"{done.requests} requests from {done.since.isoformat(timespec='seconds')} to"
+        f" {done.until.isoformat(timespec='seconds')} on {done.library.described}"
+    )
+    left_out = ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in done.skipped.items() if n)
+    if left_out:
+        out.print(f"files left out: {left_out}")
+    if done.note:
+        out.print(done.note)
+    table = Table(show_edge=False)
+    for column in (
+        "run",
+        "policy",
+        "files",
+        "staged",
+        "failed",
+        "waiting",
+        "mounts",
+        "files/mount",
+        "MB/s",
+        "makespan s",
+        "p50 s",
+        "p95 s",
+        "p99 s",
+    ):
+        table.add_column(column, justify="left" if column in ("run", "policy") else "right")
+    rows = [("recorded", done.recorded), ("replay (active)", done.under_active)]
+    if done.candidate != done.active:
+        rows.append(("replay (candidate)", done.under_candidate))
+    for label, outcome in rows:
+        table.add_row(label, outcome.policy, *_figures(outcome))
+    out.print(table)
+
+
+def _figures(outcome: Outcome) -> list[str]:
+    def shown(value: float | None, digits: int = 1) -> str:
+        return "-" if value is None else f"{value:,.{digits}f}"
+
+    throughput = outcome.throughput_bytes_per_s
+    return [
+        str(outcome.files),
+        str(outcome.staged),
+        str(outcome.failed),
+        str(outcome.waiting),
+        str(outcome.mounts),
+        shown(outcome.files_per_mount, 2),
+        shown(throughput / 1e6 if throughput is not None else None),
+        shown(outcome.makespan_s),
+        shown(outcome.latency.p50_s),
+        shown(outcome.latency.p95_s),
+        shown(outcome.latency.p99_s),
+    ]

@@ -131,6 +131,17 @@ class Settings(BaseSettings):
     # linearly to max_files_per_cycle over recovery_ramp_s: the backlog is released at a measured pace.
     recovery_ramp_s: float = Field(default=600.0, ge=0)
     recovery_start_files: int = Field(default=50, gt=0)
+    # Liveness (docs/resilience.md): with files in flight and no read started, finished or failed for longer
+    # than liveness_factor x (unmount + mount + locate + read of the largest in-flight file, by the library's
+    # cost figures), and never sooner than liveness_floor_s, the library counts as stalled: it is given only a
+    # probe of liveness_probe_files files (at most once per that time) until it moves again.
+    liveness_factor: float = Field(default=3.0, ge=1)
+    liveness_floor_s: float = Field(default=900.0, gt=0)
+    liveness_probe_files: int = Field(default=5, ge=0)
+    # A read running longer than read_timeout_factor x its read time at the library's rate plus
+    # read_timeout_margin_s is cancelled at the HSM and its attempt fails: "read timed out after N s".
+    read_timeout_factor: float = Field(default=3.0, ge=1)
+    read_timeout_margin_s: float = Field(default=600.0, gt=0)
 
     # Tape REST status documents of at least status_cache_min_files files are kept this long (0: never);
     # clients poll big requests, and the scheduler's progress may show up this much later.
@@ -205,3 +216,10 @@ def load_settings(**overrides: Any) -> Settings:
         raise ConfigError(f"setting {key}: {first['msg']}") from exc
     except ValueError as exc:  # a TOML file that does not parse
         raise ConfigError(f"settings: {exc}") from exc
+
+
+def library_time_scale(settings: Settings) -> float:
+    """Library seconds per clock second: the simulated library may run faster than the clock."""
+    if settings.adapter == "simulated":
+        return float(settings.adapter_options.get("scale", 1.0))
+    return 1.0

@@ -13,6 +13,8 @@ from carousel.api.admin_schemas import (
     CandidateIn,
     ChoiceOut,
     DryRunOut,
+    HistoryReplayIn,
+    HistoryReplayOut,
     PassOut,
     PolicyChangeOut,
     PolicyIn,
@@ -24,11 +26,12 @@ from carousel.api.admin_schemas import (
 from carousel.api.auth import AdminCaller, require_admin
 from carousel.api.context import Context, DbSession
 from carousel.api.problems import PROBLEM_JSON
-from carousel.config import Settings
+from carousel.config import library_time_scale
 from carousel.outlook.projection import Projection
 from carousel.outlook.reasons import classify
 from carousel.policy_admin import changes
 from carousel.policy_admin.dry_run import dry_run
+from carousel.policy_admin.history_replay import replay_history
 from carousel.policy_admin.model import PolicyChoice
 from policies.registry import available_policies
 
@@ -87,13 +90,6 @@ def get_audit(
 SHOWN = 500  # tapes and passes listed in a dry run; the totals count them all
 
 
-def library_time_scale(settings: Settings) -> float:
-    """Library seconds per clock second: the simulated library may run faster than the clock."""
-    if settings.adapter == "simulated":
-        return float(settings.adapter_options.get("scale", 1.0))
-    return 1.0
-
-
 def _projection_out(choice: PolicyChoice, projection: Projection) -> ProjectionOut:
     plan = projection.plan
     passes = sorted(projection.passes, key=lambda p: (p.reads_from, p.tape))
@@ -125,17 +121,23 @@ def _projection_out(choice: PolicyChoice, projection: Projection) -> ProjectionO
     )
 
 
-@router.post("/policy/dry-run", response_model=DryRunOut)
-def post_dry_run(body: CandidateIn, context: Context, session: DbSession) -> DryRunOut:
-    """What the next cycles would do under a candidate policy (default: the active one) on the live queue,
-    next to the active policy, without dispatching anything. 400 naming the field if it does not build."""
-    active = changes.active_settings(session, context.settings).choice
-    candidate = PolicyChoice(
+def _candidate(body: CandidateIn, active: PolicyChoice) -> PolicyChoice:
+    """The policy a body names; omitted, the active one. Options omitted: the active one's for the active
+    policy, none for another."""
+    return PolicyChoice(
         body.policy or active.policy,
         body.options
         if body.options is not None
         else (active.options if body.policy in (None, active.policy) else {}),
     )
+
+
+@router.post("/policy/dry-run", response_model=DryRunOut)
+def post_dry_run(body: CandidateIn, context: Context, session: DbSession) -> DryRunOut:
+    """What the next cycles would do under a candidate policy (default: the active one) on the live queue,
+    next to the active policy, without dispatching anything. 400 naming the field if it does not build."""
+    active = changes.active_settings(session, context.settings).choice
+    candidate = _candidate(body, active)
     done = dry_run(
         context.session_factory,
         context.adapter,
@@ -150,3 +152,24 @@ def post_dry_run(body: CandidateIn, context: Context, session: DbSession) -> Dry
         candidate=_projection_out(done.candidate, done.under_candidate),
         active=_projection_out(done.active, done.under_active),
     )
+
+
+@router.post("/policy/replay", response_model=HistoryReplayOut)
+def post_history_replay(body: HistoryReplayIn, context: Context, session: DbSession) -> HistoryReplayOut:
+    """The requests of the last `hours` replayed through the simulator under a candidate policy (default:
+    the active one), beside what happened and the active policy's replay of them. Runs for seconds to a
+    minute (limits.max_replay_files). 400 naming the field: a policy that does not build, a window over the
+    limit, a library the settings do not describe (give `profile` and `drives`)."""
+    active = changes.active_settings(session, context.settings).choice
+    done = replay_history(
+        context.session_factory,
+        context.settings,
+        context.clock,
+        candidate=_candidate(body, active),
+        active=active,
+        hours=body.hours,
+        profile=body.profile,
+        drives=body.drives,
+        time_scale=library_time_scale(context.settings),
+    )
+    return HistoryReplayOut.of(done)

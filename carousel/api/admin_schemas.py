@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from carousel.policy_admin.changes import MAX_REASON_LENGTH
 from carousel.policy_admin.diff import differences
+from carousel.policy_admin.history_replay import MAX_HOURS, HistoryReplay, Outcome
 from carousel.policy_admin.model import ActivePolicySettings, AuditEntry, PolicyChoice
 
 
@@ -150,3 +151,119 @@ class DryRunOut(BaseModel):
     tapes_with_work: int
     candidate: ProjectionOut
     active: ProjectionOut
+
+
+class HistoryReplayIn(CandidateIn):
+    """A policy to replay the recorded requests under (omitted: the active one), over the last `hours`."""
+
+    hours: float = Field(default=24.0, gt=0, le=MAX_HOURS, description="the window: requests created since")
+    profile: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="drive profile of the library; default: the simulated library's (required otherwise)",
+    )
+    drives: int | None = Field(
+        default=None, ge=1, le=10_000, description="drives of the library; default: the simulated library's"
+    )
+
+
+class LatencyOut(BaseModel):
+    p50_s: float | None
+    p95_s: float | None
+    p99_s: float | None
+    count: int
+
+
+class OutcomeOut(BaseModel):
+    run: str = Field(description="recorded: what happened; replay: the simulator under `policy`")
+    policy: str
+    files: int = Field(description="files asked for in the window (one per request and path) and replayed")
+    staged: int
+    failed: int
+    waiting: int = Field(description="still waiting at the end of the window (recorded only)")
+    reads: int = Field(description="reads from tape that ended on disk")
+    bytes: int
+    mounts: int
+    files_per_mount: float | None
+    makespan_s: float | None = Field(description="first arrival to the last end; null while files wait")
+    throughput_mb_s: float | None
+    latency: LatencyOut = Field(description="arrival to on disk, in clock seconds")
+
+    @classmethod
+    def of(cls, outcome: Outcome) -> OutcomeOut:
+        throughput = outcome.throughput_bytes_per_s
+        per_mount = outcome.files_per_mount
+        return cls(
+            run=outcome.run,
+            policy=outcome.policy,
+            files=outcome.files,
+            staged=outcome.staged,
+            failed=outcome.failed,
+            waiting=outcome.waiting,
+            reads=outcome.reads,
+            bytes=outcome.bytes,
+            mounts=outcome.mounts,
+            files_per_mount=round(per_mount, 3) if per_mount is not None else None,
+            makespan_s=round(outcome.makespan_s, 3) if outcome.makespan_s is not None else None,
+            throughput_mb_s=round(throughput / 1e6, 3) if throughput is not None else None,
+            latency=LatencyOut(
+                p50_s=outcome.latency.p50_s,
+                p95_s=outcome.latency.p95_s,
+                p99_s=outcome.latency.p99_s,
+                count=outcome.latency.count,
+            ),
+        )
+
+
+class PolicyChangeInWindowOut(BaseModel):
+    at: datetime
+    who: str
+    old_policy: str
+    policy: str
+    version: int
+
+
+class HistoryReplayOut(BaseModel):
+    since: datetime
+    until: datetime
+    time_scale: float = Field(description="library seconds per clock second; figures are in clock seconds")
+    library: str
+    profile: str
+    drives: int
+    requests: int
+    skipped: dict[str, int] = Field(
+        description="files left out of the replay: cancelled, tape_unknown, not_read"
+    )
+    policy_changes: list[PolicyChangeInWindowOut]
+    active: ChoiceOut
+    candidate: ChoiceOut
+    recorded: OutcomeOut
+    under_active: OutcomeOut
+    under_candidate: OutcomeOut
+    note: str | None
+
+    @classmethod
+    def of(cls, done: HistoryReplay) -> HistoryReplayOut:
+        return cls(
+            since=done.since,
+            until=done.until,
+            time_scale=done.time_scale,
+            library=done.library.described,
+            profile=done.library.profile,
+            drives=done.library.drives,
+            requests=done.requests,
+            skipped=done.skipped,
+            policy_changes=[
+                PolicyChangeInWindowOut(
+                    at=c.at, who=c.who, old_policy=c.old_policy, policy=c.policy, version=c.version
+                )
+                for c in done.policy_changes
+            ],
+            active=ChoiceOut.of(done.active),
+            candidate=ChoiceOut.of(done.candidate),
+            recorded=OutcomeOut.of(done.recorded),
+            under_active=OutcomeOut.of(done.under_active),
+            under_candidate=OutcomeOut.of(done.under_candidate),
+            note=done.note or None,
+        )
