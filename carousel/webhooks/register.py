@@ -9,7 +9,7 @@ from carousel.db import webhook_queries as q
 from carousel.db.models import RequestState
 from carousel.domain.clock import Clock
 from carousel.domain.errors import Conflict, InvalidInput, NotFound
-from carousel.intake.access import owned_request
+from carousel.intake.access import is_request_id, owned_request
 from carousel.intake.grants import require_some_read_scope, require_some_stage_scope
 from carousel.intake.model import Caller
 from carousel.webhooks.settings import WebhookSettings
@@ -25,9 +25,12 @@ def check_webhook(url: str, secret: str | None, settings: WebhookSettings, *, fi
     check_url(
         url, allowed_hosts=settings.allowed_hosts, max_length=settings.max_url_length, field=prefix + "url"
     )
-    if secret is not None and not SECRET_MIN_LENGTH <= len(secret) <= SECRET_MAX_LENGTH:
+    if secret is not None and not (
+        SECRET_MIN_LENGTH <= len(secret) <= SECRET_MAX_LENGTH and secret.isascii() and secret.isprintable()
+    ):
         raise InvalidInput(
-            f"{prefix}secret: {SECRET_MIN_LENGTH} to {SECRET_MAX_LENGTH} characters, got {len(secret)}",
+            f"{prefix}secret: {SECRET_MIN_LENGTH} to {SECRET_MAX_LENGTH} printable ASCII characters "
+            f"(got {len(secret)} characters)",
             field=prefix + "secret",
         )
 
@@ -75,5 +78,6 @@ def webhooks(session: Session, caller: Caller, request_id: str) -> list[q.Webhoo
 def remove(session: Session, caller: Caller, request_id: str, webhook_id: str) -> None:
     require_some_stage_scope(caller.grants, "removing a webhook")
     request = owned_request(session, caller, request_id)
-    if not q.remove_webhook(session, request.id, webhook_id):
+    # webhook ids are UUIDs: anything else names none (and is not sent to the database)
+    if not is_request_id(webhook_id) or not q.remove_webhook(session, request.id, webhook_id):
         raise NotFound(f"no webhook {webhook_id[:80]!r} on request {request.id}", field="webhook_id")

@@ -4,8 +4,10 @@ the field, and nothing is stored."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from sqlalchemy import func, select
@@ -127,11 +129,42 @@ def test_webhooks_are_refused_until_an_operator_allows_hosts(
     assert row_counts() == before
 
 
-def test_a_secret_too_short_is_refused(hooks_api: SyncApi, library_paths: list[str]) -> None:
+PRINTABLE = "16 to 256 printable ASCII characters"
+
+
+@pytest.mark.parametrize(
+    ("secret", "says"),
+    [
+        ("short", PRINTABLE),
+        ("x" * 257, PRINTABLE),
+        ("nul\x00" * 4, PRINTABLE),
+        ("é" * 20, PRINTABLE),
+        ("lone\udc80" * 4, ""),  # refused by the body's parser already
+    ],
+)
+def test_a_secret_not_16_to_256_printable_ascii_characters_is_refused(
+    hooks_api: SyncApi,
+    library_paths: list[str],
+    row_counts: Callable[[], RowCounts],
+    secret: str,
+    says: str,
+) -> None:
+    before = row_counts()
+    body = json.dumps({"paths": library_paths[:1], "webhook": {"url": HOOK, "secret": secret}})
     response = hooks_api.post(
-        f"{NATIVE}/requests", json={"paths": library_paths[:1], "webhook": {"url": HOOK, "secret": "short"}}
+        f"{NATIVE}/requests", content=body, headers={"Content-Type": "application/json"}
     )
-    assert_problem(response, 400, field="webhook.secret", says="16 to 256 characters")
+    assert_problem(response, 400, field="webhook.secret", says=says)
+    assert row_counts() == before
+
+
+@pytest.mark.parametrize("webhook_id", ["nope", "\x00", "'; drop table x"])
+def test_a_webhook_id_that_is_no_id_is_not_found(
+    hooks_api: SyncApi, library_paths: list[str], webhook_id: str
+) -> None:
+    request_id = submit(hooks_api, library_paths[:1])["id"]
+    response = hooks_api.delete(f"{NATIVE}/requests/{request_id}/webhooks/{quote(webhook_id)}")
+    assert_problem(response, 404, field="webhook_id")
 
 
 def test_webhooks_per_request_are_limited_and_a_url_is_registered_once(
