@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from typer.core import TyperGroup
 
 from carousel.api.app import create_app
+from carousel.cli_outlook import outlook_lines
 from carousel.cli_policy import policy_app
 from carousel.cli_report import report
 from carousel.cli_simulate import simulate
@@ -404,6 +405,8 @@ def _print_summary(summary: Mapping[str, Any]) -> None:
         table.add_column(state, justify="right")
     table.add_row(*(str(n) for n in summary["counts"].values()))
     out.print(table)
+    for line in outlook_lines(summary.get("outlook")):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_failures(base: str, request_id: str, limit: int = 10) -> None:

@@ -14,6 +14,7 @@ from carousel.api.context import (
     DbSession,
     after_commit,
     current_caller,
+    db_slot,
     public_base_url,
 )
 from carousel.api.limits import queue_quota
@@ -31,6 +32,7 @@ from carousel.api.native_schemas import (
 )
 from carousel.api.outlook import outlook_of
 from carousel.api.problems import PROBLEM_JSON
+from carousel.db.engine import transaction
 from carousel.db.models import RequestState
 from carousel.domain.states import TapeRestState
 from carousel.intake import cancel as cancel_case
@@ -139,12 +141,20 @@ def list_requests(
 
 @router.get("/requests/{request_id}", response_model=SummaryOut)
 def get_request(
-    request_id: RequestId, request: Request, session: DbSession, caller: CurrentCaller
+    request_id: str,
+    request: Request,
+    context: Context,
+    caller: CurrentCaller,
+    _slot: Annotated[None, Depends(db_slot, scope="function")],
 ) -> SummaryOut:
-    """The request, its files by state and, while it is active, its outlook (position, eta, why it waits)."""
-    summary = _summary_out(status_case.summary(session, caller, request_id))
+    """The request, its files by state and, while it is active, its outlook (position, eta, why it waits).
+    The summary is read in a transaction of its own, ended before the outlook's projection opens another
+    (SQLite takes one writer at a time, and the snapshot writes its fold)."""
+    with transaction(context.session_factory) as session:
+        resolved = resolve_request_id(session, caller, request_id)
+        summary = _summary_out(status_case.summary(session, caller, resolved))
     if summary.request.state == RequestState.ACTIVE.value:
-        found = outlook_of(request, session, request_id, summary.request.created_at)
+        found = outlook_of(request, resolved, summary.request.created_at)
         summary.outlook = OutlookOut.of(found) if found is not None else None
     return summary
 

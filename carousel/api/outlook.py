@@ -15,7 +15,6 @@ from datetime import UTC, datetime, timedelta
 
 import structlog
 from fastapi import Request
-from sqlalchemy.orm import Session
 
 from carousel.api.context import AppContext, app_context
 from carousel.config import library_time_scale
@@ -125,14 +124,15 @@ def shared_projection(request: Request) -> SharedProjection:
     return shared
 
 
-def outlook_of(
-    request: Request, session: Session, request_id: str, created_at: datetime
-) -> RequestOutlook | None:
-    """The request's outlook; None when no projection could be made (logged)."""
+def outlook_of(request: Request, request_id: str, created_at: datetime) -> RequestOutlook | None:
+    """The request's outlook; None when no projection could be made (logged). Opens its own transactions:
+    call it with none open (SQLite)."""
+    context = app_context(request)
     try:
         projection = shared_projection(request).get(covering=created_at)
     except Exception:
-        log.warning("no outlook: the projection failed", exc_info=True)
+        log.warning("no outlook: the projection failed", request_id=request_id, exc_info=True)
         return None
-    work = request_work(session, request_id, app_context(request).clock.now())
+    with transaction(context.session_factory) as session:
+        work = request_work(session, request_id, context.clock.now())
     return request_outlook(projection, work)

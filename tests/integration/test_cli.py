@@ -231,3 +231,20 @@ def test_scheduler_once_runs_one_cycle(tmp_path: Path, sqlite_template: Path):
     code, out, err = cli("scheduler", "--once", env={"CAROUSEL_DATABASE_URL": f"sqlite:///{database}"})
     assert code == 0, err
     assert "health ONLINE" in out and "claimed 0" in out
+
+
+def test_status_shows_position_eta_and_reasons_while_active(live: Live):
+    _, out, _ = cli("submit", *live.paths(2), "--url", live.url)
+    request_id = out.strip()
+
+    code, out, err = cli("status", request_id, "--url", live.url)
+    assert code == 0, err
+    assert "position: next" in out
+    eta = next(line for line in out.splitlines() if line.startswith("eta: "))
+    assert eta.removeprefix("eta: ").startswith(live.clock.now().strftime("%Y-%m-%d"))
+    assert "files: 0 with the library, 2 in the next cycle, 0 not in the estimate" in out
+
+    live.step_until_idle()
+    code, out, _ = cli("status", request_id, "--url", live.url)
+    assert code == 0 and "DONE" in out
+    assert "position" not in out and "eta" not in out

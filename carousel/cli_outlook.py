@@ -1,0 +1,39 @@
+"""`carousel status`'s lines about a request's outlook (docs/cli.md): position, eta, why its files wait."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+
+def _when(text: str) -> str:
+    return datetime.fromisoformat(text).strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def outlook_lines(outlook: Mapping[str, Any] | None) -> list[str]:
+    """The native summary's `outlook` as lines for people; none for a finished request."""
+    if outlook is None:
+        return []
+    position = outlook["position"]
+    if position is None:
+        lines = ["position: not placed yet"]
+    elif position == 0:
+        lines = ["position: next (one of its tapes is being read or is the next to be)"]
+    else:
+        lines = [f"position: {position} files of other work are read before its first"]
+    if outlook["eta"] is None:
+        lines.append("eta: unknown")
+    else:
+        rough = " (rough: beyond the projected plans)" if outlook["rough"] else ""
+        lines.append(f"eta: {_when(outlook['eta'])}{rough}")
+    lines.append(
+        f"files: {outlook['reading']} with the library, {outlook['next_cycle']} in the next cycle,"
+        f" {outlook['unplanned']} not in the estimate"
+    )
+    for wait in outlook["waiting"]:
+        lines.append(f"waiting: {wait['files']} files {wait['code']}: {wait['reason']}")
+    if outlook["note"]:
+        lines.append(f"note: {outlook['note']}")
+    lines.append(f"(outlook of {_when(outlook['computed_at'])})")
+    return lines
