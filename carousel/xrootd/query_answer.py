@@ -4,6 +4,7 @@ One line per item, fields separated by a tab, the first field a word in capitals
 
     REQUEST  <name>  <ACTIVE|DONE>  id=<carousel id>  files=<n>  SUBMITTED=<n>  STARTED=<n>  COMPLETED=<n>
              FAILED=<n>  CANCELLED=<n>
+    OUTLOOK  position=<n|->  eta=<ISO 8601|->  rough=<yes|no>  waiting=<code>:<files>,...   (active only)
     <STATE>  <path>  [<detail>]        one per file: SUBMITTED, STARTED, COMPLETED, FAILED or CANCELLED
     UNKNOWN  <path>  not in this request
     MORE     <text>                    files left out to keep the answer within its size
@@ -21,7 +22,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from carousel.domain.states import TapeRestState
-from carousel.xrootd.service import FileState, RequestState
+from carousel.xrootd.service import FileState, Outlook, RequestState
 
 RELEASED = "not on disk (released)"
 NOT_IN_REQUEST = "not in this request"
@@ -52,6 +53,21 @@ def request_line(name: str, request: RequestState) -> str:
             f"id={request.request_id}",
             f"files={request.files_total}",
             counts,
+        ]
+    )
+
+
+def outlook_line(outlook: Outlook) -> str:
+    """Where an active request stands: files read before its first, when its last is expected on disk,
+    and why its files wait (reason codes with their files; docs/api.md)."""
+    waiting = ",".join(f"{clean(code)}:{files}" for code, files in outlook.waiting)
+    return "\t".join(
+        [
+            "OUTLOOK",
+            f"position={'-' if outlook.position is None else outlook.position}",
+            f"eta={clean(outlook.eta) if outlook.eta else '-'}",
+            f"rough={'yes' if outlook.rough else 'no'}",
+            f"waiting={waiting or '-'}",
         ]
     )
 
@@ -114,6 +130,8 @@ def request_answer(
     """The answer about one request: every file, or only the `asked` paths in the order asked (those not
     in the request as UNKNOWN). Asked paths are matched after the service's normalisation."""
     head = request_line(name, request)
+    if request.outlook is not None:  # the head's two lines count against the budget together
+        head += "\n" + outlook_line(request.outlook)
     if not asked:
         return answer(head, [(f.state, file_line(f)) for f in files], budget=budget)
     wanted = {normalise(path) for path in asked}

@@ -50,6 +50,16 @@ class Submitted:
 
 
 @dataclass(frozen=True, slots=True)
+class Outlook:
+    """Where an active request stands (the native summary's `outlook`, docs/api.md)."""
+
+    position: int | None  # files of other work read before its first
+    eta: str | None  # ISO 8601, as the service gave it
+    rough: bool
+    waiting: tuple[tuple[str, int], ...]  # (reason code, files)
+
+
+@dataclass(frozen=True, slots=True)
 class RequestState:
     """A request as `query` shows it: its id, state and how many of its files are in each client state."""
 
@@ -57,6 +67,24 @@ class RequestState:
     state: str
     files_total: int
     counts: dict[str, int]
+    outlook: Outlook | None = None
+
+
+def _outlook(given: Any) -> Outlook | None:
+    """The summary's outlook; None when absent or not understood (a query still answers without it)."""
+    if not isinstance(given, dict):
+        return None
+    try:
+        position = given.get("position")
+        eta = given.get("eta")
+        return Outlook(
+            position=None if position is None else int(position),
+            eta=None if eta is None else str(eta),
+            rough=bool(given.get("rough", False)),
+            waiting=tuple((str(w["code"]), int(w["files"])) for w in given.get("waiting") or ()),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +206,11 @@ class CarouselService:
             request = answer["request"]
             counts = {str(k): int(v) for k, v in answer["counts"].items()}
             return RequestState(
-                str(request["id"]), str(request["state"]), int(request["files_total"]), counts
+                str(request["id"]),
+                str(request["state"]),
+                int(request["files_total"]),
+                counts,
+                _outlook(answer.get("outlook")),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise Refused(f"carousel answered a request's status oddly: {answer!r:.200}", 200) from exc

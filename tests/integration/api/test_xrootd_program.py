@@ -105,9 +105,12 @@ def test_stage_queues_one_request_under_xrootds_id_with_priority_and_colocation(
 
     query = program("--", REQID, "query")
     assert query.status == EXIT_DONE
-    head, *files = query.lines()
+    head, outlook, *files = query.lines()
     assert head[:5] == ["REQUEST", REQID, "ACTIVE", f"id={request.id}", "files=4"]
     assert "FAILED=1" in head and "SUBMITTED=3" in head
+    # an active request says where it stands: next in line, an eta, nothing holding its files back
+    assert outlook[:2] == ["OUTLOOK", "position=0"] and outlook[3:] == ["rough=no", "waiting=-"]
+    assert outlook[2].startswith("eta=20")
     assert files == [*(["SUBMITTED", p] for p in paths), ["FAILED", MISSING, "not in the library"]]
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from carousel.xrootd.query_answer import error_answer, normalise, request_answer
-from carousel.xrootd.service import FileState, RequestState
+from carousel.xrootd.service import FileState, Outlook, RequestState
 
 NAME = "52667f000001:277289e9.6b025b1b:1"
 STATES = ("SUBMITTED", "STARTED", "COMPLETED", "FAILED", "CANCELLED")
@@ -137,3 +139,45 @@ def test_every_answer_fits_its_budget_and_every_line_says_what_it_is(
         assert len(file_lines) == len(files)
     for line in lines:
         assert all(ch >= " " or ch == "\t" for ch in "\t".join(line))
+
+
+def test_an_active_request_says_where_it_stands_after_its_request_line() -> None:
+    files = [FileState("/star/a.root", "SUBMITTED", False, None)]
+    outlook = Outlook(
+        position=15,
+        eta="2026-03-01T00:02:35+00:00",
+        rough=True,
+        waiting=(("not_worth_mounting_yet", 3), ("tape_unknown", 1)),
+    )
+    request = replace(_request(files), outlook=outlook)
+
+    lines = _fields(request_answer(NAME, request, files, budget=2000))
+
+    assert lines[0][0] == "REQUEST"
+    assert lines[1] == [
+        "OUTLOOK",
+        "position=15",
+        "eta=2026-03-01T00:02:35+00:00",
+        "rough=yes",
+        "waiting=not_worth_mounting_yet:3,tape_unknown:1",
+    ]
+    assert lines[2:] == [["SUBMITTED", "/star/a.root"]]
+    unplaced = replace(request, outlook=Outlook(position=None, eta=None, rough=False, waiting=()))
+    assert _fields(request_answer(NAME, unplaced, files, budget=2000))[1][1:] == [
+        "position=-",
+        "eta=-",
+        "rough=no",
+        "waiting=-",
+    ]
+
+
+def test_the_outlook_line_counts_against_the_budget() -> None:
+    files = [FileState(f"/star/{n:04d}.root", "SUBMITTED", False, None) for n in range(200)]
+    waiting = tuple((code, 50) for code in ("not_worth_mounting_yet", "group_over_share", "retry_pending"))
+    request = replace(_request(files), outlook=Outlook(3, "2026-03-01T00:02:35+00:00", False, waiting))
+
+    text = request_answer(NAME, request, files, budget=600)
+
+    assert len(text.encode()) <= 600
+    lines = _fields(text)
+    assert [line[0] for line in lines[:2]] == ["REQUEST", "OUTLOOK"] and lines[-1][0] == "MORE"
