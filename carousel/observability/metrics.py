@@ -77,6 +77,17 @@ class ServiceMetrics:
             ["state"],
             registry=r,
         )
+        self.hsm_stalled = Gauge(
+            "carousel_hsm_stalled",
+            "1 while the library holds work and has made no progress for longer than its physics explain"
+            " (carousel.scheduler.liveness), else 0",
+            registry=r,
+        )
+        self.read_timeouts = Counter(
+            "carousel_read_timeouts",
+            "Reads cancelled for running far longer than their physics (their attempt failed)",
+            registry=r,
+        )
         self.http_requests = Counter(
             "carousel_http_requests", "HTTP requests answered", ["method", "route", "status"], registry=r
         )
@@ -139,6 +150,8 @@ class ServiceMetrics:
         self.read_failures.inc(failed + retried)
         self.mounts.inc(mounts)
         self.bytes_read.inc(bytes_read)
+        self.read_timeouts.inc(report.read_timeouts)
+        self.hsm_stalled.set(1 if report.stalled_since is not None else 0)
         if report.health is not None:
             for state in Health:
                 self.hsm_health.labels(state=state.value).set(1 if state is report.health else 0)

@@ -2,8 +2,8 @@
 
 Policies explain each tape they leave waiting in a sentence (`Plan.waiting`); users and programs want a
 word they can test. The sentences are sorted by the phrases the built-in policies use
-(tests/unit/outlook/test_reasons.py runs each policy to keep them in step). A sentence no phrase matches
-is `waiting`, with its words.
+(tests/unit/outlook/test_reasons.py runs each policy to keep them in step), plus the one the cycle itself
+gives every tape while the library is stalled. A sentence no phrase matches is `waiting`, with its words.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ class WaitCode(StrEnum):
     NO_FREE_DRIVE = "no_free_drive"
     GROUP_OVER_SHARE = "group_over_share"  # its group holds its share (or limit) of the drives
     LIBRARY_OFFLINE = "library_offline"
+    LIBRARY_STALLED = "library_stalled"  # online, but nothing started or finished for too long (the cycle's)
     RETRY_PENDING = "retry_pending"  # a read failed; the next attempt waits for a new mount
     WAITING = "waiting"  # another reason of the policy's: its words say which
 
@@ -23,6 +24,7 @@ class WaitCode(StrEnum):
 # (phrase, code), first match wins; phrases of policies/*.py
 _PHRASES: tuple[tuple[str, WaitCode], ...] = (
     ("library is offline", WaitCode.LIBRARY_OFFLINE),
+    ("library not progressing", WaitCode.LIBRARY_STALLED),  # carousel.scheduler.liveness.stalled_reason
     ("share of the drives", WaitCode.GROUP_OVER_SHARE),
     ("holds its", WaitCode.GROUP_OVER_SHARE),  # cta: a group at its drive limit
     ("failed on", WaitCode.RETRY_PENDING),

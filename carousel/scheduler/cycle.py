@@ -10,7 +10,9 @@ claim_timeout_s. SUBMITTED files are handed to the library again, under their ba
 term begins and when they have had no news for inflight_timeout_s (carousel.scheduler.inflight). A database
 that goes away makes the cycle skip (nothing is lost: events taken from the library and hand-overs not
 recorded are kept for the next cycle); transactions lost to a deadlock are run again. After an outage of the
-library, submissions resume at a measured pace (carousel.scheduler.pace).
+library, submissions resume at a measured pace (carousel.scheduler.pace). A library that says ONLINE but makes
+no progress is noticed and given only a probe until it moves (carousel.scheduler.liveness); a read that hangs
+is cancelled and its attempt fails (carousel.scheduler.read_timeouts).
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import timedelta
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import TypeVar
 
 import structlog
@@ -38,9 +40,11 @@ from carousel.domain.clock import Clock
 from carousel.domain.planning import LibraryCosts, Plan
 from carousel.domain.states import FileState
 from carousel.scheduler.inflight import InFlightWatch
+from carousel.scheduler.liveness import LivenessRule, LivenessWatch, stalled_reason
 from carousel.scheduler.pace import RecoveryPace
-from carousel.scheduler.planning_path import PlanningPath, published_costs
+from carousel.scheduler.planning_path import Dispatch, PlanningPath, published_costs
 from carousel.scheduler.queue_store import DatabaseQueueStore
+from carousel.scheduler.read_timeouts import ReadTimeouts
 from carousel.scheduler.resilient_store import ResilientStore
 from hsm_adapters.base import (
     Capacity,
@@ -88,6 +92,9 @@ class CycleReport:
     in_flight: int = 0  # files with the HSM (or claimed) at snapshot time
     plan: Plan | None = None
     budget: int = 0  # files this cycle could submit (lower while recovering from an outage)
+    stalled_since: datetime | None = None  # no progress since then (carousel.scheduler.liveness)
+    stall_ended: bool = False  # progress after a stall: the recovery pace starts again
+    read_timeouts: int = 0  # attempts ended by "read timed out after N s"
     claimed: int = 0
     batches_submitted: int = 0
     files_submitted: int = 0
@@ -135,6 +142,23 @@ class Cycle:
             start_files=settings.recovery_start_files,
             ramp_s=settings.recovery_ramp_s,
         )
+        self.liveness = LivenessWatch(
+            LivenessRule(
+                factor=settings.liveness_factor,
+                floor_s=settings.liveness_floor_s,
+                probe_files=settings.liveness_probe_files,
+            ),
+            self.path.costs,
+        )
+        self.read_timeouts = ReadTimeouts(
+            session_factory,
+            adapter,
+            clock,
+            costs=self.path.costs,
+            factor=settings.read_timeout_factor,
+            margin_s=settings.read_timeout_margin_s,
+            event_stream=self.event_stream,
+        )
         self._term = 0
         # events taken from the adapter but not yet committed: the adapter delivers each once
         self._unapplied: list[Event] = []
@@ -177,21 +201,31 @@ class Cycle:
         online = health is not Health.OFFLINE
         now = self.clock.now()
         self.pace.observe_health(health, now)
+        if report.stall_ended:
+            self.pace.restart(now)  # the backlog a stall held goes out at the recovery pace
         if online:
             if self._resubmit_in_flight(report):
                 capacity = self._library_state(report)[1]  # the library holds more now
+            self._time_out_reads(report)
             self._retry_lookups(report)
             self._push_cancels(report)
+        else:
+            self.liveness.observe_offline()
         # an outage stops submission; the plan is still made for the report (its waiting reasons)
         report.budget = self.pace.budget(now) if online else 0
+        report.stalled_since = self.liveness.stalled_since(now) if online else None
+        if report.stalled_since is not None:
+            report.budget = min(report.budget, self.liveness.probe_budget(now))
         self.path.max_files_per_cycle = max(report.budget, 1)
         if self.policy_source is not None:
             self.policy = self.path.policy = self.policy_source()
-        dispatch = self.path.run(capacity, online, submit=online)
+        dispatch = self.path.run(capacity, online, submit=online and report.budget > 0)
         self.pace.observe_refusals(dispatch.returned_to_queue, self.clock.now())
+        self._watch_liveness(report, dispatch)
         report.tapes_with_work = len(dispatch.snapshot.tapes)
         report.in_flight = dispatch.snapshot.in_flight
-        report.plan = dispatch.plan
+        if report.plan is None:
+            report.plan = dispatch.plan
         report.claimed = dispatch.claimed
         report.batches_submitted = dispatch.batches_submitted
         report.files_submitted = dispatch.files_submitted
@@ -205,9 +239,15 @@ class Cycle:
 
     def _apply_events(self, report: CycleReport) -> None:
         try:
-            self._unapplied.extend(self.adapter.poll_events())
+            polled = self.adapter.poll_events()
         except Exception as exc:
             self._note(report, "poll_events", exc)
+        else:
+            # progress is progress whether or not the database takes it now
+            report.stall_ended = self.liveness.observe_events(polled)
+            if report.stall_ended:
+                log.warning("library progressing again: the backlog goes out at the recovery pace")
+            self._unapplied.extend(polled)
         if not self._unapplied:
             return
         events = self._unapplied
@@ -230,6 +270,33 @@ class Cycle:
         for error in done.errors:
             self._note(report, "resubmit", RuntimeError(error))
         return bool(done.files)
+
+    def _time_out_reads(self, report: CycleReport) -> None:
+        done = self.read_timeouts.run(self.retry)
+        report.read_timeouts = done.failed
+        for error in done.errors:
+            self._note(report, "read timeouts", RuntimeError(error))
+
+    # --- liveness -----------------------------------------------------------------------------------------
+
+    def _watch_liveness(self, report: CycleReport, dispatch: Dispatch) -> None:
+        now = self.clock.now()
+        held = dispatch.snapshot.in_flight + dispatch.files_submitted
+        if report.stalled_since is None:
+            self.liveness.after_pass(held, dispatch.snapshot.in_flight_tapes, now)
+            return
+        self.liveness.probed(dispatch.files_submitted, now)
+        self.liveness.after_pass(held, dispatch.snapshot.in_flight_tapes, now)
+        why = stalled_reason(report.stalled_since, held, self.liveness.rule.probe_files)
+        waiting = {tape.tape: why for tape in dispatch.snapshot.tapes}
+        report.plan = replace(dispatch.plan, waiting=waiting)
+        log.warning(
+            "library not progressing",
+            since=report.stalled_since.isoformat(),
+            in_flight=held,
+            probe_files=dispatch.files_submitted,
+            expected_quiet_s=self.liveness.expected_quiet.total_seconds(),
+        )
 
     # --- library ------------------------------------------------------------------------------------------
 

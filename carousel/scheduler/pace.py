@@ -4,7 +4,8 @@ not as a flood (STAR's DataCarousel learnt it when HPSS came back to thousands o
 While the library is OFFLINE nothing is submitted (the cycle sees to that). When it is back, or after a cycle
 in which it refused batches (a library that refuses is not well either), the cycle's file budget starts at
 `start_files` and grows linearly with time to the full `max_files` over `ramp_s`; a new outage or refusal
-starts the ramp again. Time comes from the injected clock, so the ramp runs the same in virtual time.
+starts the ramp again, and so does the end of a stall (`restart`). Time comes from the injected clock, so the
+ramp runs the same in virtual time.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ class RecoveryPace:
     def observe_refusals(self, refused_files: int, now: datetime) -> None:
         if refused_files:
             self._ramp_from = now
+
+    def restart(self, now: datetime) -> None:
+        """The library recovered from something else (a stall: carousel.scheduler.liveness): ramp again."""
+        self._ramp_from = now
 
     def budget(self, now: datetime) -> int:
         """Files the cycle may submit now."""

@@ -3,12 +3,14 @@ if a policy rewords a reason, this test says which code was lost."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from carousel.domain.planning import GroupDemand, Snapshot
 from carousel.outlook.reasons import WaitCode, classify
+from carousel.scheduler.liveness import stalled_reason
 from policies.registry import build_policy
 from tests.unit.policies.snapshots import busy, snapshot, tape
 
@@ -113,6 +115,12 @@ def test_policy_reasons_sort_into_codes(
 ) -> None:
     reason = reason_of(policy, options, queue, tape_name)
     assert classify(reason) is code, reason
+
+
+def test_the_cycles_stalled_library_reason_has_its_code() -> None:
+    reason = stalled_reason(datetime(2026, 1, 1, 3, 4, 5, tzinfo=UTC), in_flight=40, probe_files=5)
+    assert "since 2026-01-01 03:04:05" in reason
+    assert classify(reason) is WaitCode.LIBRARY_STALLED
 
 
 def test_a_reason_no_phrase_matches_keeps_its_words_under_waiting() -> None:

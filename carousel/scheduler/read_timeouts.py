@@ -1,0 +1,132 @@
+"""Reads that hang are ended: a file whose read started (FILE_STARTED applied) and has run far longer than its
+physics says is cancelled at the HSM, and its attempt fails with "read timed out after N s".
+
+A read may take `factor` × its size at the library's rate (the published cost figures) plus `margin_s`
+(locate, overhead, a slow drive). Past that, the cycle asks the HSM to cancel it. Where the HSM let the file
+go (cancelled, or never had it), the attempt fails as a read failure the library might have reported:
+completion applies a FILE_FAILED event of our own (its own event stream, recorded once like any other). It
+counts the attempt, retries the file after the back-off on a later mount while attempts remain, then fails
+it with the reason. Where the HSM answers that the read goes on, the file stays with it (a new attempt under
+a new batch key must wait until the HSM let the old one go: carousel.scheduler.inflight) and is asked about
+again at the next check.
+
+Checked at most every `margin_s / 10`. Without cost figures (a back-end that publishes none) there is no
+read time to measure against, and reads are not timed out.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import structlog
+from sqlalchemy.orm import Session, sessionmaker
+
+from carousel.completion.apply import RetryRule, apply_events
+from carousel.db.engine import run_transaction
+from carousel.db.read_timeout_queries import Reading, reads_started_before
+from carousel.domain.clock import Clock
+from carousel.domain.planning import LibraryCosts
+from hsm_adapters.base import Event, EventKind, HsmAdapter
+
+log = structlog.get_logger(__name__)
+
+CHECKED_PER_RUN = 1_000
+STREAM_SUFFIX = ":rt"  # applied_events.adapter of the timeouts' own events (at most 64 characters)
+
+
+@dataclass(slots=True)
+class TimedOut:
+    failed: int = 0  # attempts ended with "read timed out" (retried or failed for good)
+    still_reading: int = 0  # overdue, but the HSM says the read goes on
+    errors: list[str] = field(default_factory=list)
+
+
+def read_limit_s(size_bytes: int, costs: LibraryCosts, factor: float, margin_s: float) -> float:
+    return factor * costs.read_s(size_bytes) + margin_s
+
+
+def timed_out_reason(elapsed_s: float, limit_s: float) -> str:
+    return f"read timed out after {elapsed_s:.0f} s (its limit was {limit_s:.0f} s)"
+
+
+class ReadTimeouts:
+    def __init__(
+        self,
+        session_factory: sessionmaker[Session],
+        adapter: HsmAdapter,
+        clock: Clock,
+        *,
+        costs: LibraryCosts | None,
+        factor: float,
+        margin_s: float,
+        event_stream: str,
+    ) -> None:
+        if factor < 1 or margin_s <= 0:
+            raise ValueError(f"bad read timeout: factor={factor} (>= 1), margin_s={margin_s} (> 0)")
+        self.session_factory = session_factory
+        self.adapter = adapter
+        self.clock = clock
+        self.costs = costs
+        self.factor = factor
+        self.margin = timedelta(seconds=margin_s)
+        self.check_every = self.margin / 10
+        self.stream = event_stream + STREAM_SUFFIX
+        self._seq = itertools.count(1)
+        self._next_check: datetime | None = None
+
+    def run(self, retry: RetryRule) -> TimedOut:
+        """Cancel overdue reads and fail their attempts. Call only while the library is online."""
+        result = TimedOut()
+        costs = self.costs
+        now = self.clock.now()
+        if costs is None or (self._next_check is not None and now < self._next_check):
+            return result
+        self._next_check = now + self.check_every
+        reading = run_transaction(
+            self.session_factory,
+            functools.partial(reads_started_before, started_before=now - self.margin, limit=CHECKED_PER_RUN),
+        )
+        overdue: list[tuple[Reading, float, float]] = []
+        for read in reading:
+            elapsed = (now - read.started_at).total_seconds()
+            limit = read_limit_s(read.size_bytes, costs, self.factor, self.margin.total_seconds())
+            if elapsed > limit:
+                overdue.append((read, elapsed, limit))
+        if not overdue:
+            return result
+        try:
+            answer = self.adapter.cancel([str(read.id) for read, _, _ in overdue])
+        except Exception as exc:
+            result.errors.append(f"cancel timed-out reads: {exc}")
+            return result  # not let go: asked again at the next check
+        let_go = {int(key) for key in (*answer.cancelled, *answer.unknown)}
+        result.still_reading = len(overdue) - len(let_go)
+        events = [
+            Event(
+                kind=EventKind.FILE_FAILED,
+                at=now,
+                seq=next(self._seq),
+                tape=read.tape,
+                file_key=str(read.id),
+                batch_key=read.batch_key,
+                reason=timed_out_reason(elapsed, limit),
+                retryable=True,
+            )
+            for read, elapsed, limit in overdue
+            if read.id in let_go
+        ]
+        if events:
+            applied = run_transaction(
+                self.session_factory, lambda session: apply_events(session, self.stream, events, retry)
+            )
+            result.failed = applied.retried + applied.failed
+        log.warning(
+            "reads timed out",
+            cancelled=len(events),
+            still_reading=result.still_reading,
+            reasons=[e.reason for e in events[:3]],
+        )
+        return result
