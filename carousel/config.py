@@ -76,9 +76,9 @@ class Limits(BaseModel):
     max_path_length: int = Field(default=4096, gt=1, le=4096)
     max_page_size: int = Field(default=10_000, gt=0)  # native per-file status paging
     max_requests_listed: int = Field(default=1_000, gt=0)  # native request listing paging
-    # files of the recorded requests an admin may replay in one call (docs/admin.md): a replay of 200,000
-    # files runs for about a minute per policy
-    max_replay_files: int = Field(default=200_000, gt=0)
+    # files of the recorded requests an admin may replay in one call (docs/admin.md): a replay runs at
+    # about 1,000 files a second per policy (docs/benchmarks.md), so 50,000 files answer within two minutes
+    max_replay_files: int = Field(default=50_000, gt=0)
 
 
 class Quotas(BaseModel):

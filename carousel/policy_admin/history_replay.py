@@ -44,7 +44,7 @@ from carousel.domain.errors import ConfigError, InvalidInput
 from carousel.domain.states import FileState
 from carousel.policy_admin.model import PolicyChoice
 from carousel.policy_admin.validation import built_policy
-from carousel.simulation.driver import EPOCH, ReplayConfig, ReplayResult, replay
+from carousel.simulation.driver import EPOCH, ReplayConfig, ReplayResult, replay, replay_library
 from carousel.simulation.library_setup import LibraryFile
 from carousel.simulation.trace import Trace, TraceRow, make_trace
 from hsm_adapters.simulated.adapter import parse_options
@@ -345,6 +345,10 @@ def _run(
         retry_backoff_s=settings.retry_backoff_s,
         time_scale=time_scale,
     )
+    try:
+        replay_library(trace, config)
+    except ConfigError as exc:  # recorded positions the profile's cartridges cannot hold
+        raise InvalidInput(f"the recorded files do not fit this library: {exc}", field="profile") from exc
     try:
         return replay(trace, config)
     except ConfigError as exc:  # a policy that never mounts what waits: the replay says it is stuck

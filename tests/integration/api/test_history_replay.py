@@ -22,6 +22,7 @@ from hsm_adapters.simulated.adapter import SimulatedAdapter
 from policies.registry import build_policy
 from tests.integration.api.conftest import LIBRARY_OPTIONS, SyncApi, assert_problem
 from tests.integration.api.test_auth import Bearer
+from tests.integration.scheduler.rows import add_request, queued
 from tests.tokens import static_token
 
 REPLAY = "/api/admin/v1/policy/replay"
@@ -259,3 +260,17 @@ def test_another_adapter_needs_the_library_named(
     assert_problem(site.admin.post(REPLAY, json={"profile": "lto8"}), 400, field="drives")
     body = site.replay(profile="lto8", drives=3)
     assert body["library"] == "3 lto8 drives, each policy's own library setup"
+
+
+def test_recorded_positions_the_profile_cannot_hold_are_refused_naming_the_profile(
+    site: Site, clock: ManualClock, session_factory: sessionmaker[Session]
+) -> None:
+    # two files recorded at the same place of one tape (a back-end reporting file numbers, not bytes)
+    at = clock.now()
+    files = [queued(f"/odd/{n}", "ODD1", 7, at, size=10**9) for n in range(2)]
+    add_request(session_factory, files, at)
+    with session_factory.begin() as session:
+        for file in files:
+            session.add(Recall(file_id=file.id, batch_key="b", tape="ODD1", submitted_at=at, bytes=10**9))
+    site.step(1)
+    assert_problem(site.admin.post(REPLAY, json={}), 400, field="profile", says="do not fit")
