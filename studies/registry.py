@@ -19,6 +19,7 @@ StudyRunner = Callable[[Path, Progress], StudyResult]
 _STUDY_MODULES: dict[str, str] = {
     "worker-disks": "studies.worker_disks",
     "tape-efficiency": "studies.tape_efficiency",
+    "policies": "studies.policy_comparison",
 }
 
 
