@@ -131,16 +131,28 @@ class _Run:
 
     # --- drives -------------------------------------------------------------------------------------------
 
-    def mount(self, work: _Work, at: datetime, plan: int, *, mounted: bool = False) -> None:
+    def mount(
+        self,
+        work: _Work,
+        at: datetime,
+        plan: int,
+        *,
+        mounted: bool = False,
+        not_before: datetime | None = None,
+    ) -> None:
         """A new pass of the tape on the drive that frees first, or the files join its pass if it has one.
-        `mounted`: the tape is on a drive now, its reads start without a mount."""
+        `mounted`: the tape is on a drive now, its reads start without a mount. `not_before`: the tape is
+        out of its slot until then (a cartridge is in one drive at a time)."""
         flying = self.flying.get(work.tape)
         if flying is not None:
             self._join(flying, work, at, plan)
             return
         d = min(range(len(self.drives)), key=lambda n: (self.drives[n].free_at, n))
+        if not_before is not None:  # the drive free last by then: the others stay free for other tapes
+            ready = [n for n in range(len(self.drives)) if self.drives[n].free_at <= not_before]
+            d = max(ready, key=lambda n: (self.drives[n].free_at, -n), default=d)
         drive = self.drives[d]
-        start = max(at, drive.free_at)
+        start = max(at, drive.free_at, not_before or at)
         reads_from = start if mounted else start + self.seconds(self.costs.mount_s)
         done = reads_from + self.seconds(self.costs.pass_s(work.files, work.bytes))
         drive.free_at = done + self.seconds(self.costs.unmount_s)
@@ -275,7 +287,9 @@ class _Run:
         for n in range(work.files):
             one = work.bytes - each * (work.files - 1) if n == work.files - 1 else each
             before = self.flying.pop(work.tape, None)
-            self.mount(_Work(work.tape, 1, one, {group: [1, one]}), t, number)
+            # a cartridge is in one drive at a time: its next mount waits for its pass and unmount
+            free = before.done_at + self.seconds(self.costs.unmount_s) if before is not None else None
+            self.mount(_Work(work.tape, 1, one, {group: [1, one]}), t, number, not_before=free)
             if before is not None:  # several passes of one tape: the tape lands with the last, counting all
                 latest = self.flying[work.tape]
                 latest.work.files += before.work.files

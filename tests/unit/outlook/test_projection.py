@@ -177,3 +177,19 @@ def test_every_tape_with_work_gets_an_outlook(queue: Snapshot, name: str) -> Non
 
 def _plan_of(plan: Plan) -> set[str]:
     return {s.tape for s in plan.selections if s.tape is not None}
+
+
+def test_a_cartridge_handed_over_file_by_file_is_in_one_drive_at_a_time() -> None:
+    policy = build_policy("fifo")
+    queue = snapshot(tape("A", 2), tape("B", 1, age_s=0), drives=2)
+
+    projection = project(queue, policy.plan)
+
+    a_passes = [p for p in projection.passes if p.tape == "A"]
+    (b_pass,) = [p for p in projection.passes if p.tape == "B"]
+    one = mount_service(1) + COSTS.unmount_s
+    # A's second mount waits for its first pass and unmount, on the drive A left; B takes the other drive
+    assert [p.drive for p in a_passes] == [0, 0] and b_pass.drive == 1
+    assert a_passes[1].reads_from == near(T0 + seconds(one + COSTS.mount_s))
+    assert b_pass.reads_from == near(T0 + seconds(COSTS.mount_s))
+    assert projection.tapes["A"].eta == near(T0 + seconds(one + mount_service(1)))
