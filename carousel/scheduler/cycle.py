@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TypeVar
 
@@ -39,10 +39,9 @@ from carousel.db.retry import database_unavailable
 from carousel.domain.clock import Clock
 from carousel.domain.planning import LibraryCosts, Plan
 from carousel.domain.states import FileState
+from carousel.scheduler.feed import FeedControl, FeedSettings
 from carousel.scheduler.inflight import InFlightWatch
-from carousel.scheduler.liveness import LivenessRule, LivenessWatch, stalled_reason
-from carousel.scheduler.pace import RecoveryPace
-from carousel.scheduler.planning_path import Dispatch, PlanningPath, published_costs
+from carousel.scheduler.planning_path import PlanningPath, published_costs
 from carousel.scheduler.queue_store import DatabaseQueueStore
 from carousel.scheduler.read_timeouts import ReadTimeouts
 from carousel.scheduler.resilient_store import ResilientStore
@@ -137,18 +136,17 @@ class Cycle:
         self.retry = RetryRule(max_attempts=settings.max_attempts, backoff_s=settings.retry_backoff_s)
         self.event_stream = event_stream_name(adapter)
         self.inflight = InFlightWatch(session_factory, adapter, clock, timeout_s=settings.inflight_timeout_s)
-        self.pace = RecoveryPace(
-            max_files=settings.max_files_per_cycle,
-            start_files=settings.recovery_start_files,
-            ramp_s=settings.recovery_ramp_s,
-        )
-        self.liveness = LivenessWatch(
-            LivenessRule(
-                factor=settings.liveness_factor,
-                floor_s=settings.liveness_floor_s,
-                probe_files=settings.liveness_probe_files,
+        # the recovery pace and the liveness watch, as the trace replay runs them too
+        self.feed = FeedControl(
+            FeedSettings(
+                recovery_start_files=settings.recovery_start_files,
+                recovery_ramp_s=settings.recovery_ramp_s,
+                liveness_factor=settings.liveness_factor,
+                liveness_floor_s=settings.liveness_floor_s,
+                liveness_probe_files=settings.liveness_probe_files,
             ),
-            self.path.costs,
+            max_files_per_cycle=settings.max_files_per_cycle,
+            costs=self.path.costs,
         )
         self.read_timeouts = ReadTimeouts(
             session_factory,
@@ -199,33 +197,30 @@ class Cycle:
         health, capacity = self._library_state(report)
         report.health = health
         online = health is not Health.OFFLINE
-        now = self.clock.now()
-        self.pace.observe_health(health, now)
-        if report.stall_ended:
-            self.pace.restart(now)  # the backlog a stall held goes out at the recovery pace
         if online:
             if self._resubmit_in_flight(report):
                 capacity = self._library_state(report)[1]  # the library holds more now
             self._time_out_reads(report)
             self._retry_lookups(report)
             self._push_cancels(report)
-        else:
-            self.liveness.observe_offline()
-        # an outage stops submission; the plan is still made for the report (its waiting reasons)
-        report.budget = self.pace.budget(now) if online else 0
-        report.stalled_since = self.liveness.stalled_since(now) if online else None
-        if report.stalled_since is not None:
-            report.budget = min(report.budget, self.liveness.probe_budget(now))
-        self.path.max_files_per_cycle = max(report.budget, 1)
+        # an outage stops submission, a stall all but a probe; the plan is still made for the report
+        budget = self.feed.budget(health, self.clock.now())
+        report.budget, report.stalled_since = budget.files, budget.stalled_since
+        self.path.max_files_per_cycle = max(budget.files, 1)
         if self.policy_source is not None:
             self.policy = self.path.policy = self.policy_source()
-        dispatch = self.path.run(capacity, online, submit=online and report.budget > 0)
-        self.pace.observe_refusals(dispatch.returned_to_queue, self.clock.now())
-        self._watch_liveness(report, dispatch)
+        dispatch = self.path.run(capacity, online, submit=budget.files > 0)
+        report.plan = self.feed.after_pass(dispatch, budget, self.clock.now())
+        if budget.stalled_since is not None:
+            log.warning(
+                "library not progressing",
+                since=budget.stalled_since.isoformat(),
+                in_flight=self.feed.liveness.in_flight,
+                probe_files=dispatch.files_submitted,
+                expected_quiet_s=self.feed.liveness.expected_quiet.total_seconds(),
+            )
         report.tapes_with_work = len(dispatch.snapshot.tapes)
         report.in_flight = dispatch.snapshot.in_flight
-        if report.plan is None:
-            report.plan = dispatch.plan
         report.claimed = dispatch.claimed
         report.batches_submitted = dispatch.batches_submitted
         report.files_submitted = dispatch.files_submitted
@@ -244,7 +239,7 @@ class Cycle:
             self._note(report, "poll_events", exc)
         else:
             # progress is progress whether or not the database takes it now
-            report.stall_ended = self.liveness.observe_events(polled)
+            report.stall_ended = self.feed.observe_events(polled, self.clock.now())
             if report.stall_ended:
                 log.warning("library progressing again: the backlog goes out at the recovery pace")
             self._unapplied.extend(polled)
@@ -276,27 +271,6 @@ class Cycle:
         report.read_timeouts = done.failed
         for error in done.errors:
             self._note(report, "read timeouts", RuntimeError(error))
-
-    # --- liveness -----------------------------------------------------------------------------------------
-
-    def _watch_liveness(self, report: CycleReport, dispatch: Dispatch) -> None:
-        now = self.clock.now()
-        held = dispatch.snapshot.in_flight + dispatch.files_submitted
-        if report.stalled_since is None:
-            self.liveness.after_pass(held, dispatch.snapshot.in_flight_tapes, now)
-            return
-        self.liveness.probed(dispatch.files_submitted, now)
-        self.liveness.after_pass(held, dispatch.snapshot.in_flight_tapes, now)
-        why = stalled_reason(report.stalled_since, held, self.liveness.rule.probe_files)
-        waiting = {tape.tape: why for tape in dispatch.snapshot.tapes}
-        report.plan = replace(dispatch.plan, waiting=waiting)
-        log.warning(
-            "library not progressing",
-            since=report.stalled_since.isoformat(),
-            in_flight=held,
-            probe_files=dispatch.files_submitted,
-            expected_quiet_s=self.liveness.expected_quiet.total_seconds(),
-        )
 
     # --- library ------------------------------------------------------------------------------------------
 

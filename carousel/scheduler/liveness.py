@@ -136,3 +136,8 @@ class LivenessWatch:
     def probed(self, files: int, now: datetime) -> None:
         if files:
             self._probed_at = now
+
+    def next_probe_at(self) -> datetime | None:
+        if self._stalled_since is None or self._probed_at is None:
+            return None
+        return self._probed_at + self._expected

@@ -4,14 +4,17 @@ time.
 Per tick of the cycle interval, in the service's order: the library's events since the last tick are
 applied (completion), the trace's requests that arrived meanwhile are queued (intake), then one pass of the
 very planning path the service runs (`carousel.scheduler.planning_path`: snapshot, policy, budget, claim,
-hand-over) with the library's health and capacity. The simulated library (`hsm_adapters.simulated`) runs on a
+hand-over) with the library's health and capacity, fed as the service's cycle feeds it
+(`carousel.scheduler.feed`: nothing while the library is offline, the recovery pace after an outage or a
+stall, only probes while it is stalled). The simulated library (`hsm_adapters.simulated`) runs on a
 ManualClock behind the same adapter the service uses.
 
 Ticks where nothing can change are skipped, which is what makes a replay of days take seconds: after a pass
 that claimed nothing, the next pass runs at the first tick at or after the earliest of the next arrival, the
-library's next event, the plan's `wake_at` and the next retry coming due. Until then the snapshot and the
-library stay as they are, and a policy is a function of its snapshot, so the skipped passes would have
-planned nothing either (tests/simulation/test_replay.py checks it against a replay of every tick).
+library's next event, the plan's `wake_at`, the next retry coming due and a stalled library's next probe.
+Until then the snapshot and the library stay as they are, and a policy is a function of its snapshot, so the
+skipped passes would have planned nothing either (tests/simulation/test_replay.py checks it against a replay
+of every tick).
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ import itertools
 import math
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from carousel.domain.clock import ManualClock
 from carousel.domain.errors import ConfigError
+from carousel.scheduler.feed import FeedControl, FeedSettings
 from carousel.scheduler.planning_path import Dispatch, PlanningPath
 from carousel.simulation.library_setup import LibraryFile, LibrarySetup, apply_library_file, default_setup
 from carousel.simulation.memory_store import MemoryQueueStore, Retry
@@ -34,7 +38,6 @@ from hsm_adapters.base import Health, HsmAdapter
 from hsm_adapters.simulated.adapter import SimulatedAdapter
 from hsm_adapters.simulated.catalogue import Catalogue, CatalogueInvalid
 from hsm_adapters.simulated.costs import library_costs
-from hsm_adapters.simulated.faults import FaultPlan
 from hsm_adapters.simulated.library import Library, LibraryStats
 from hsm_adapters.simulated.physics import TapePhysics
 from hsm_adapters.simulated.profiles import DriveProfile, load_profile
@@ -63,6 +66,9 @@ class ReplayConfig:
     # times, the cycle interval and the policy's clock are clock seconds, the library runs this much faster
     # (a replay of the service's own history, carousel.policy_admin.history_replay).
     time_scale: float = 1.0
+    # the service's recovery pace and liveness watch (carousel.scheduler.feed), with the service's defaults:
+    # a library back from an outage, or moving again after a stall, gets its backlog as the service gives it
+    feed: FeedSettings = field(default_factory=FeedSettings)
 
 
 @dataclass(slots=True)
@@ -146,6 +152,7 @@ def replay(
         costs=library_costs(physics),
         new_key=lambda: f"c{next(counter)}",
     )
+    feed = FeedControl(config.feed, max_files_per_cycle=config.max_files_per_cycle, costs=path.costs)
 
     rows = trace.rows
     interval = config.cycle_interval_s
@@ -160,7 +167,9 @@ def replay(
                 f"replay stuck: {store.active} files still wait after {now_s:g} s of virtual time"
             )
         clock.set(EPOCH + timedelta(seconds=now_s))
-        store.apply(adapter.poll_events())
+        events = adapter.poll_events()
+        feed.observe_events(events, clock.now())
+        store.apply(events)
         while arrived < len(rows) and rows[arrived].arrival_s <= now_s:
             row = rows[arrived]
             store.add(
@@ -176,8 +185,10 @@ def replay(
         if arrived == len(rows) and store.active == 0:
             break
         health = adapter.health()
-        online = health is not Health.OFFLINE
-        dispatch = path.run(adapter.capacity(), online, submit=online)
+        budget = feed.budget(health, clock.now())  # the service's pace after an outage or a stall
+        path.max_files_per_cycle = max(budget.files, 1)
+        dispatch = path.run(adapter.capacity(), health is not Health.OFFLINE, submit=budget.files > 0)
+        plan = feed.after_pass(dispatch, budget, clock.now())
         cycles += 1
         handovers.append((now_s, dispatch.files_submitted))
         if observer is not None:
@@ -190,12 +201,13 @@ def replay(
             _clock_seconds(library.next_event_time(), config.time_scale),
             _seconds(dispatch.plan.wake_at),
             _seconds(store.next_due()),
+            _seconds(feed.next_probe_at()),
         ]
         soonest = min((t for t in upcoming if t is not None), default=None)
         if soonest is None or soonest > MAX_VIRTUAL_S:
             raise ConfigError(
                 f"replay stuck at {now_s:g} s: {store.active} files wait and nothing will change"
-                f" (policy {config.policy}: {next(iter(dispatch.plan.waiting.values()), 'no reason given')})"
+                f" (policy {config.policy}: {next(iter(plan.waiting.values()), 'no reason given')})"
             )
         tick = max(tick + 1, math.ceil(soonest / interval - 1e-9))
     ticks = tick
@@ -251,15 +263,7 @@ def _library(
 ) -> Library:
     faults = setup.faults
     if faults is not None and config.seed:
-        faults = FaultPlan(
-            seed=config.seed,
-            read_error_probability=faults.read_error_probability,
-            bad_cartridges=faults.bad_cartridges,
-            bad_cartridge_count=faults.bad_cartridge_count,
-            drive_outages=faults.drive_outages,
-            offline_windows=faults.offline_windows,
-            slow_windows=faults.slow_windows,
-        )
+        faults = replace(faults, seed=config.seed)  # every fault kept, the replay's seed
     tapes = catalogue.tapes
     new_count = round(setup.new_media_fraction * len(tapes))
     new_media = random.Random(f"new-media:{config.seed}").sample(tapes, new_count) if new_count else []

@@ -49,7 +49,7 @@ def stalled_run(session_factory, make_adapter, clock: ManualClock, **overrides: 
     while (at := (clock.now() - start).total_seconds()) < STALL[1] + 900:
         if at in arrivals:
             add_request(session_factory, arrivals.pop(at), clock.now())
-        quiet = cycle.liveness.expected_quiet.total_seconds()
+        quiet = cycle.feed.liveness.expected_quiet.total_seconds()
         report = cycle.run_once()
         metrics.observe_cycle(report)
         gauge = metrics.registry.get_sample_value("carousel_hsm_stalled") or 0.0
