@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -250,7 +250,3 @@ def record_outcome(
         )
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
-
-
-def delivery_states(session: Session, delivery_ids: Sequence[str]) -> dict[str, str]:
-    return dict(session.execute(select(D.id, D.state).where(D.id.in_(delivery_ids))).tuples().all())

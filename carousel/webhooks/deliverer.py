@@ -44,7 +44,7 @@ class DeliveryReport:
     delivered: int = 0
     retrying: int = 0  # failed attempts with another to come
     failed: int = 0  # failed for good
-    lost_lease: int = 0  # outcomes not recorded: another deliverer had taken the delivery again
+    lost_lease: int = 0  # outcomes not recorded: the delivery was taken again (lease over) or removed
     delivery_ids: list[str] = field(default_factory=list)
 
     @property
@@ -164,7 +164,7 @@ class WebhookDeliverer:
         }
         if not recorded:
             report.lost_lease += 1
-            log.warning("webhook outcome not recorded: the delivery was taken again", **fields)
+            log.warning("webhook outcome not recorded: the delivery was taken again or removed", **fields)
         elif state is DeliveryState.DELIVERED:
             report.delivered += 1
             log.info("webhook delivered", **fields)
