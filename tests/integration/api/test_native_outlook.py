@@ -5,9 +5,14 @@ stays as the standard has it."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from sqlalchemy import update
+from sqlalchemy.orm import Session, sessionmaker
+
+from carousel.db.models import QueuedFileRow
 from carousel.domain.clock import ManualClock
+from carousel.domain.states import FileState
 from tests.integration.api.conftest import SyncApi
 
 NATIVE = "/api/native/v1"
@@ -75,3 +80,36 @@ def test_a_finished_request_has_no_outlook_and_tape_rest_is_unchanged(
 
     assert summary["request"]["state"] == "DONE"
     assert summary["outlook"] is None
+
+
+def test_files_of_unknown_tape_and_retries_backing_off_are_named_and_left_out_of_the_eta(
+    api: SyncApi, library_paths: list[str], clock: ManualClock, session_factory: sessionmaker[Session]
+) -> None:
+    paths = library_paths[:3]
+    request_id = _submit(api, paths)
+    due = clock.now() + timedelta(minutes=10)
+    with session_factory() as session, session.begin():
+        session.execute(
+            update(QueuedFileRow)
+            .where(QueuedFileRow.path == paths[0])
+            .values(state=FileState.UNRESOLVED.value, tape=None, error="the catalogue did not answer")
+        )
+        session.execute(
+            update(QueuedFileRow)
+            .where(QueuedFileRow.path == paths[1])
+            .values(attempts=1, not_before=due, error="read error")
+        )
+
+    outlook = api.get(f"{NATIVE}/requests/{request_id}").json()["outlook"]
+
+    waiting = {w["code"]: w for w in outlook["waiting"]}
+    assert set(waiting) == {"tape_unknown", "retry_pending"}
+    assert waiting["tape_unknown"]["files"] == 1
+    assert waiting["tape_unknown"]["reason"] == "the catalogue did not answer"
+    assert waiting["retry_pending"]["files"] == 1
+    assert (
+        datetime.fromisoformat(waiting["retry_pending"]["reason"].split("due again at ")[1].rstrip(")"))
+        == due
+    )
+    assert outlook["unplanned"] == 2 and outlook["next_cycle"] == 1
+    assert datetime.fromisoformat(outlook["eta"]) > clock.now()
