@@ -111,7 +111,7 @@ def test_the_command_builds_the_whole_report(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     page = (tmp_path / REPORT_FILE).read_text(encoding="utf-8")
     links = links_of(page)
-    assert len(links.images) >= 6 + 5  # tape efficiency and worker disks
+    assert len(links.images) >= 6 + 5 + 4  # tape efficiency, worker disks and policies
     for target in (*links.images, *[link for link in links.links if not link.startswith("#")]):
         assert (tmp_path / target).is_file(), target
     for name in study_names():
