@@ -194,6 +194,7 @@ def dry_run_command(
                 candidate=candidate,
                 active=active,
                 time_scale=library_time_scale(settings),
+                usage_window_s=settings.fair_share_window_s,
             )
         finally:
             adapter.close()

@@ -142,6 +142,9 @@ class Settings(BaseSettings):
     # read_timeout_margin_s is cancelled at the HSM and its attempt fails: "read timed out after N s".
     read_timeout_factor: float = Field(default=3.0, ge=1)
     read_timeout_margin_s: float = Field(default=600.0, gt=0)
+    # Fair share (policies/fair_share.py) weighs each group's drive time over this window (the cycle, the dry
+    # run and the outlook read the same window).
+    fair_share_window_s: float = Field(default=86_400.0, gt=0)
 
     # Tape REST status documents of at least status_cache_min_files files are kept this long (0: never);
     # clients poll big requests, and the scheduler's progress may show up this much later.

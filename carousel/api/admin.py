@@ -145,6 +145,7 @@ def post_dry_run(body: CandidateIn, context: Context, session: DbSession) -> Dry
         candidate=candidate,
         active=active,
         time_scale=library_time_scale(context.settings),
+        usage_window_s=context.settings.fair_share_window_s,
     )
     return DryRunOut(
         now=done.under_candidate.now,

@@ -98,7 +98,7 @@ def live_projection(context: AppContext) -> Projection:
         health, capacity = adapter.health(), adapter.capacity()
     except Exception:  # a library that does not answer plans as offline, as the cycle does
         health, capacity = Health.OFFLINE, Capacity(drives_total=0, drives_free=0)
-    store = DatabaseQueueStore(context.session_factory)
+    store = DatabaseQueueStore(context.session_factory, usage_window_s=context.settings.fair_share_window_s)
     path = PlanningPath(
         store, adapter, policy, context.clock, max_files_per_cycle=1, costs=published_costs(adapter)
     )

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from carousel.db.usage_queries import DEFAULT_WINDOW_S
 from carousel.domain.clock import Clock
 from carousel.outlook.projection import Projection, project
 from carousel.policy_admin.model import PolicyChoice
@@ -36,6 +37,7 @@ def dry_run(
     candidate: PolicyChoice,
     active: PolicyChoice,
     time_scale: float = 1.0,
+    usage_window_s: float = DEFAULT_WINDOW_S,
 ) -> DryRun:
     """InvalidInput (naming the field) when the candidate does not build."""
     candidate_policy = built_policy(candidate)
@@ -44,7 +46,7 @@ def dry_run(
         health, capacity = adapter.health(), adapter.capacity()
     except Exception:  # a library that does not answer plans as offline, as the cycle does
         health, capacity = Health.OFFLINE, Capacity(drives_total=0, drives_free=0)
-    store = DatabaseQueueStore(session_factory)
+    store = DatabaseQueueStore(session_factory, usage_window_s=usage_window_s)
     path = PlanningPath(
         store, adapter, candidate_policy, clock, max_files_per_cycle=1, costs=published_costs(adapter)
     )

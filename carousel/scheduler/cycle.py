@@ -123,7 +123,9 @@ class Cycle:
         self.policy_source = policy_source
         self.clock = clock
         self.leader_lock = leader_lock or leader_lock_for(session_factory)
-        self.store = ResilientStore(DatabaseQueueStore(session_factory))
+        self.store = ResilientStore(
+            DatabaseQueueStore(session_factory, usage_window_s=settings.fair_share_window_s)
+        )
         # snapshot, plan, claim, submit, record: the very code the trace replay runs over its memory store
         self.path = PlanningPath(
             self.store,

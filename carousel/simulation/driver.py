@@ -69,6 +69,7 @@ class ReplayConfig:
     # the service's recovery pace and liveness watch (carousel.scheduler.feed), with the service's defaults:
     # a library back from an outage, or moving again after a stall, gets its backlog as the service gives it
     feed: FeedSettings = field(default_factory=FeedSettings)
+    fair_share_window_s: float = 86_400.0  # the service's fair_share_window_s
 
 
 @dataclass(slots=True)
@@ -141,6 +142,7 @@ def replay(
     store = MemoryQueueStore(
         Retry(config.max_attempts, config.retry_backoff_s),
         track_usage="fair_share" in config.policy_options,
+        usage_window_s=config.fair_share_window_s,
     )
     counter = itertools.count(1)
     path = PlanningPath(

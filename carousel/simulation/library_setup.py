@@ -24,16 +24,15 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from carousel.domain.errors import ConfigError
 from hsm_adapters.simulated.faults import FaultPlan, fault_plan_from_mapping
 from hsm_adapters.simulated.library import Discipline
+from hsm_adapters.simulated.read_order import ReadOrderName
 from policies.star2006 import Star2006Options
-
-ReadOrderName = Literal["position", "shortest_locate"]
 
 
 @dataclass(frozen=True, slots=True)

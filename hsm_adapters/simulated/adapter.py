@@ -47,6 +47,7 @@ from hsm_adapters.simulated.library import Discipline, Library, SimEvent
 from hsm_adapters.simulated.physics import TapePhysics
 from hsm_adapters.simulated.profiles import load_profile
 from hsm_adapters.simulated.read_log import DISK, TAPE, ReadLog
+from hsm_adapters.simulated.read_order import ReadOrderName, locate_order
 
 
 class SimulatedAdapter:
@@ -62,6 +63,7 @@ class SimulatedAdapter:
         scale: float = 1.0,
         lookup_timeout_s: float = 10.0,
         read_log: ReadLog | None = None,
+        read_order: ReadOrderName = "position",
     ) -> None:
         if scale <= 0:
             raise ConfigError(f"scale must be > 0, got {scale}")
@@ -77,6 +79,8 @@ class SimulatedAdapter:
         self._lock = threading.RLock()
         self._closed = False
         self._read_log = read_log
+        # shortest_locate: each batch reordered by locate time before the library gets it (read_order.py)
+        self._shortest_locate = read_order == "shortest_locate"
         self._keys: set[str] = (
             set()
         )  # batch keys taken, kept only with a read log (disk answers bypass the library)
@@ -123,6 +127,8 @@ class SimulatedAdapter:
     def submit(self, batch: Batch) -> None:
         with self._lock:
             t = self.advance()
+            if self._shortest_locate:
+                batch = locate_order(self.library.physics, batch)
             if self._read_log is not None:
                 self._submit_past_disk(batch, self._read_log, t)
                 return
@@ -282,6 +288,8 @@ class SimulatedOptions(_Strict):
     seed: int = 0  # picks the new cartridges
     lookup_timeout_s: Annotated[float, Field(gt=0)] = 10.0
     read_log: str | None = None  # a file: see hsm_adapters.simulated.read_log
+    # the order the library reads each batch in: carousel's (head position), or shortest-locate-first
+    read_order: ReadOrderName = "position"
 
 
 def parse_options(options: Mapping[str, object]) -> SimulatedOptions:
@@ -336,4 +344,5 @@ def build_simulated_adapter(options: Mapping[str, object], clock: Clock) -> Simu
         scale=parsed.scale,
         lookup_timeout_s=parsed.lookup_timeout_s,
         read_log=ReadLog(parsed.read_log) if parsed.read_log is not None else None,
+        read_order=parsed.read_order,
     )

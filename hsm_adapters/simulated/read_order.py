@@ -10,6 +10,7 @@ recommended access order, HPSS Tape Order Recall); for the simulated library thi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from hsm_adapters.base import (
     Batch,
@@ -22,6 +23,8 @@ from hsm_adapters.base import (
     LookupResult,
 )
 from hsm_adapters.simulated.physics import TapePhysics, shortest_locate_first
+
+ReadOrderName = Literal["position", "shortest_locate"]  # position: the batch's own (head) order
 
 
 def locate_order(physics: TapePhysics, batch: Batch) -> Batch:

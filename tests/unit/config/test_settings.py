@@ -86,3 +86,24 @@ def test_unknown_keys_are_refused() -> None:
 
 def test_public_url_loses_its_trailing_slash() -> None:
     assert Settings(public_url="https://tape.example.org:8443/").public_url == "https://tape.example.org:8443"
+
+
+def test_liveness_read_timeout_and_fair_share_settings_have_defaults_and_come_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = load_settings()
+    assert (settings.liveness_factor, settings.liveness_floor_s, settings.liveness_probe_files) == (
+        3.0,
+        900.0,
+        5,
+    )
+    assert (settings.read_timeout_factor, settings.read_timeout_margin_s) == (3.0, 600.0)
+    assert settings.fair_share_window_s == 86_400.0
+    monkeypatch.setenv("CAROUSEL_FAIR_SHARE_WINDOW_S", "3600")
+    monkeypatch.setenv("CAROUSEL_ADAPTER_OPTIONS__READ_ORDER", "shortest_locate")
+    changed = load_settings()
+    assert changed.fair_share_window_s == 3600.0
+    assert changed.adapter_options["read_order"] == "shortest_locate"
+    monkeypatch.setenv("CAROUSEL_LIVENESS_FACTOR", "0.5")
+    with pytest.raises(ConfigError, match="liveness_factor"):
+        load_settings()

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from carousel.domain.clock import ManualClock
 from hsm_adapters.base import Batch, BatchFile, EventKind, HsmAdapter
-from hsm_adapters.simulated.adapter import SimulatedAdapter, build_simulated_adapter
+from hsm_adapters.simulated.adapter import SimulatedAdapter, build_simulated_adapter, parse_options
 from hsm_adapters.simulated.physics import shortest_locate_first
 from hsm_adapters.simulated.read_order import ShortestLocateFirst, locate_order
 
 
-def library(clock: ManualClock) -> SimulatedAdapter:
+def library(clock: ManualClock, **options: object) -> SimulatedAdapter:
     return build_simulated_adapter(
         {
+            **options,
             "profile": "lto7",
             "drives": 1,
             "catalogue": {
@@ -79,3 +80,18 @@ def test_one_file_batches_pass_unchanged_and_the_wrapper_speaks_the_protocol():
     assert isinstance(wrapper, HsmAdapter)
     assert wrapper.name == inner.name
     assert wrapper.capacity() == inner.capacity()
+
+
+def test_the_service_reaches_the_same_order_through_the_adapter_option_read_order():
+    """adapter_options.read_order = "shortest_locate" (what the settings give the service) reads as the
+    replay's wrapper does; the default keeps carousel's head order."""
+    wrapped_clock, option_clock = ManualClock(), ManualClock()
+    inner = library(wrapped_clock)
+    wrapped = ShortestLocateFirst(inner, inner.library.physics)
+    by_option = library(option_clock, read_order="shortest_locate")
+    batch = whole_tape(inner)
+    wrapped_order, wrapped_end = read_order_and_end(wrapped, batch, wrapped_clock)
+    option_order, option_end = read_order_and_end(by_option, batch, option_clock)
+    assert option_order == wrapped_order != [f.key for f in batch.files]
+    assert option_end == wrapped_end
+    assert parse_options({}).read_order == "position"
