@@ -13,6 +13,7 @@ import multiprocessing
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from itertools import pairwise
 
 from carousel.simulation.bound import PhysicalBound
 from studies.policy_runs import (
@@ -26,6 +27,7 @@ from studies.policy_runs import (
     RunRow,
     StudyWorkload,
     find,
+    mix_workloads,
     run_policy,
     study_workloads,
     workload_bound,
@@ -35,6 +37,7 @@ from studies.result import Progress, no_progress
 DEPTH_WORKLOADS = (STAR_BATCH, STAR_STREAM)
 DRIVE_WORKLOAD = STAR_BATCH
 GROUPING_WORKLOADS = (STAR_STREAM, STAR_BATCH)
+GROUPING_POLICIES = ("fifo", "star2006")  # STAR's configuration without and with grouping by tape
 
 
 @dataclass(frozen=True)
@@ -53,8 +56,13 @@ class Job:
         return f"{self.workload}: {self.policy}" + (f" ({', '.join(extra)})" if extra else "")
 
 
-def plan_jobs(settings: PolicySettings, workloads: Mapping[str, StudyWorkload]) -> list[Job]:
+def plan_jobs(
+    settings: PolicySettings,
+    workloads: Mapping[str, StudyWorkload],
+    mixes: Mapping[float, StudyWorkload],
+) -> list[Job]:
     jobs = [Job(name, policy) for name in workloads for policy in POLICIES]
+    jobs += [Job(mix.name, policy) for mix in mixes.values() for policy in GROUPING_POLICIES]
     jobs += [
         Job(name, "star2006", depth=depth)
         for name in DEPTH_WORKLOADS
@@ -99,7 +107,23 @@ class GroupingGain:
 class PolicyAnalysis:
     settings: PolicySettings
     workloads: Mapping[str, StudyWorkload]
+    mixes: Mapping[float, StudyWorkload]  # by share of files in bulk restores
     rows: tuple[RunRow, ...]
+
+    def grouping_by_share(self) -> list[tuple[float, GroupingGain]]:
+        """The gain from grouping against the share of bulk restores: the stream (0) and each mix."""
+        gains = [(0.0, self.grouping_gain(STAR_STREAM))]
+        gains += [(share, self.grouping_gain(mix.name)) for share, mix in sorted(self.mixes.items())]
+        return gains
+
+    def share_for_gain(self, gain_percent: float) -> float | None:
+        """The bulk share at which the gain first reaches `gain_percent` (linear between the mixes)."""
+        points = self.grouping_by_share()
+        for (low_share, low), (high_share, high) in pairwise(points):
+            if low.gain_percent < gain_percent <= high.gain_percent:
+                fraction = (gain_percent - low.gain_percent) / (high.gain_percent - low.gain_percent)
+                return low_share + fraction * (high_share - low_share)
+        return None
 
     def side_by_side(self, workload: str) -> list[RunRow]:
         drives = self.workloads[workload].drives
@@ -134,12 +158,18 @@ class PolicyAnalysis:
         )
 
     def grouping_gain(self, workload: str) -> GroupingGain:
-        drives = self.workloads[workload].drives
+        drives = self._workload(workload).drives
         return GroupingGain(
             workload,
             find(self.rows, workload, "fifo", drives),
             find(self.rows, workload, "star2006", drives, STAR_DEPTH),
         )
+
+    def _workload(self, name: str) -> StudyWorkload:
+        found = self.workloads.get(name) or next((m for m in self.mixes.values() if m.name == name), None)
+        if found is None:
+            raise KeyError(f"no workload {name!r} in the study")
+        return found
 
     @staticmethod
     def _default_depth(policy: str) -> int | None:
@@ -161,8 +191,10 @@ def analyse_policies(
     Replays are independent and deterministic, so with `settings.workers` > 1 they run in that many forked
     processes; the rows come back in the jobs' order either way.
     """
-    workloads = study_workloads(settings)
-    jobs = plan_jobs(settings, workloads)
+    main = study_workloads(settings)
+    mixes = mix_workloads(settings, main[STAR_STREAM])
+    workloads = {**main, **{mix.name: mix for mix in mixes.values()}}
+    jobs = plan_jobs(settings, main, mixes)
     total = total_steps if total_steps is not None else first_step + len(jobs)
     bounds = {
         key: workload_bound(workloads[key[0]], key[1])
@@ -188,7 +220,7 @@ def analyse_policies(
                 index = pending[future]
                 rows[index] = future.result()
                 progress(f"replayed {jobs[index].describe()}", first_step + done, total)
-    return PolicyAnalysis(settings, workloads, tuple(row for row in rows if row is not None))
+    return PolicyAnalysis(settings, main, mixes, tuple(row for row in rows if row is not None))
 
 
 def replay_count(settings: PolicySettings) -> int:
@@ -196,4 +228,9 @@ def replay_count(settings: PolicySettings) -> int:
     extra_depths = len([d for d in settings.depths if d != STAR_DEPTH])
     extra_drives = len([c for c in settings.drive_counts if c != STAR_DRIVES])
     workloads = (STAR_BATCH, STAR_STREAM, LTO_MODERN)
-    return len(workloads) * len(POLICIES) + len(DEPTH_WORKLOADS) * extra_depths + extra_drives * len(POLICIES)
+    return (
+        len(workloads) * len(POLICIES)
+        + len(settings.mix_bulk_shares) * len(GROUPING_POLICIES)
+        + len(DEPTH_WORKLOADS) * extra_depths
+        + extra_drives * len(POLICIES)
+    )

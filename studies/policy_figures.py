@@ -11,7 +11,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullForma
 
 from studies.figures import new_figure, save_png
 from studies.policy_analysis import DEPTH_WORKLOADS, DRIVE_WORKLOAD, GROUPING_WORKLOADS, PolicyAnalysis
-from studies.policy_runs import POLICIES, STAR_DEPTH, STAR_RAW_DEPTH, RunRow
+from studies.policy_runs import POLICIES, STAR_BATCH, STAR_DEPTH, STAR_RAW_DEPTH, RunRow
 
 POLICY_COLOURS = {"fifo": "#7f7f7f", "star2006": "#d62728", "cta": "#1f77b4", "carousel": "#2ca02c"}
 PUBLISHED_COLOUR = "#c0392b"
@@ -236,17 +236,34 @@ def grouping_figure(analysis: PolicyAnalysis, path: Path) -> Path:
     throughput.margins(y=0.25)
     throughput.legend(fontsize=8, loc="upper left")
     throughput.grid(True, axis="y", alpha=0.3)
-    values = [g.gain_percent for g in gains]
-    gain_axes.bar(positions, values, 0.5, color=POLICY_COLOURS["star2006"], label="simulated")
-    for position, value in zip(positions, values, strict=True):
+    by_share = analysis.grouping_by_share()
+    batch = analysis.grouping_gain(STAR_BATCH)
+    shares = [100.0 * share for share, _ in by_share]
+    values = [gain.gain_percent for _, gain in by_share]
+    gain_axes.plot(
+        shares,
+        values,
+        marker="o",
+        color=POLICY_COLOURS["star2006"],
+        label="STAR stream with a share in bulk restores, simulated",
+    )
+    gain_axes.plot(
+        [100.0],
+        [batch.gain_percent],
+        marker="s",
+        linestyle="none",
+        color=POLICY_COLOURS["star2006"],
+        label="STAR batch (all submitted at once), simulated",
+    )
+    for share, value in (*zip(shares, values, strict=True), (100.0, batch.gain_percent)):
         gain_axes.annotate(
             f"{value:+.0f} %",
-            (position, value),
+            (share, value),
             textcoords="offset points",
-            xytext=(0, 2),
+            xytext=(0, 6),
             ha="center",
             va="bottom",
-            fontsize=9,
+            fontsize=8,
         )
     gain_axes.axhline(
         STAR_GROUPING_GAIN,
@@ -254,15 +271,28 @@ def grouping_figure(analysis: PolicyAnalysis, path: Path) -> Path:
         linestyle="--",
         label=f"STAR: {STAR_GROUPING_GAIN:.0f} % in realistic use (seed 003)",
     )
-    gain_axes.set_xticks(positions, [g.workload for g in gains])
-    if min(values) > 0:  # gains an order of magnitude apart: log, unless one is not a gain at all
+    crossing = analysis.share_for_gain(STAR_GROUPING_GAIN)
+    if crossing is not None:
+        gain_axes.axvline(100.0 * crossing, color=PUBLISHED_COLOUR, linestyle=":", linewidth=1)
+        gain_axes.annotate(
+            f"{STAR_GROUPING_GAIN:.0f} % at {100.0 * crossing:.0f} % bulk",
+            (100.0 * crossing, STAR_GROUPING_GAIN),
+            textcoords="offset points",
+            xytext=(4, -12),
+            fontsize=8,
+            color=PUBLISHED_COLOUR,
+        )
+    gain_axes.set_xlim(-5, 105)
+    gain_axes.set_xlabel("Share of the files in bulk restores (%)")
+    every = [*values, batch.gain_percent]
+    if min(every) > 0:  # gains an order of magnitude apart: log, unless one is not a gain at all
         _plain_log(gain_axes)
+        gain_axes.set_ylim(min(every) / 2, max(every) * 4)
         gain_axes.set_ylabel("Throughput gain from grouping (%, log scale)")
     else:
         gain_axes.axhline(0.0, color=BOUND_COLOUR, linewidth=0.8)
         gain_axes.set_ylabel("Throughput gain from grouping (%)")
-    gain_axes.set_title("Gain from grouping by tape: simulated and published", fontsize=10)
-    gain_axes.margins(y=0.3)
+    gain_axes.set_title("Gain from grouping by tape against the share of bulk work", fontsize=10)
     gain_axes.legend(fontsize=8, loc="upper left")
-    gain_axes.grid(True, axis="y", alpha=0.3)
+    gain_axes.grid(True, alpha=0.3)
     return save_png(figure, path)

@@ -11,7 +11,11 @@ study stays within its time budget:
 - STAR stream: the same files drawn at random and arriving uniformly over a window a little longer than fifo
   needs to read them, so the queue never holds much: about 1.2 files a mount, the regime STAR reported for its
   random (XRootD-dominated) use, where its depth and grouping figures come from;
-- LTO modern: lto_modern as generated (16 × LTO-9, bulk requests over 24 hours).
+- LTO modern: lto_modern as generated (16 × LTO-9, bulk requests over 24 hours);
+- STAR mixes: the stream with a share of its files taken out of the random traffic and submitted instead as
+  three bulk restores (at the start, a third and two thirds of the window): the same files over the same
+  window, so only the mix changes. STAR measured its grouping gain on such a mix (bulk restores, XRootD, other
+  users) without saying in what shares.
 """
 
 from __future__ import annotations
@@ -69,6 +73,8 @@ class PolicySettings:
     # depths from about the drive count up: what STAR's "within 10 %" is checked over (below the drive
     # count a depth idles drives in any model)
     depth_claim_from: int = 10
+    mix_bulk_shares: tuple[float, ...] = (0.1, 0.25, 0.5)  # of the stream's files, in bulk restores
+    mix_seed: int = 7
     workers: int = 2  # replays run side by side in this many processes (1: in this one)
 
     def __post_init__(self) -> None:
@@ -151,6 +157,39 @@ def study_workloads(settings: PolicySettings) -> dict[str, StudyWorkload]:
             f"{_files_on(lto)} LTO-9 cartridges over 24 h, {LTO_DRIVES} drives",
         ),
     }
+
+
+def mix_name(share: float) -> str:
+    return f"STAR mix {100 * share:g} % bulk"
+
+
+def mix_workloads(settings: PolicySettings, stream: StudyWorkload) -> dict[float, StudyWorkload]:
+    """The stream with a share of its files moved into three bulk restores, by share."""
+    rows = stream.trace.rows
+    window_s = max(row.arrival_s for row in rows)
+    starts = (0.0, window_s / 3, 2 * window_s / 3)
+    mixes = {}
+    for share in settings.mix_bulk_shares:
+        rng = np.random.default_rng(settings.mix_seed)
+        bulk = (rng.random(len(rows)) < share).tolist()
+        restore = rng.integers(0, len(starts), size=len(rows)).tolist()
+        trace = make_trace(
+            (
+                dataclasses.replace(row, arrival_s=starts[which]) if in_bulk else row
+                for row, in_bulk, which in zip(rows, bulk, restore, strict=True)
+            ),
+            stream.trace.source,
+        )
+        moved = sum(bulk)
+        mixes[share] = StudyWorkload(
+            mix_name(share),
+            stream.profile,
+            stream.drives,
+            trace,
+            f"the STAR stream with {moved:,} of its {len(rows):,} files ({100 * share:g} %) in three bulk "
+            f"restores at {', '.join(f'{t:,.0f}' for t in starts)} s",
+        )
+    return mixes
 
 
 def _files_on(trace: Trace) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from studies.policy_analysis import DEPTH_WORKLOADS, GROUPING_WORKLOADS, PolicyAnalysis
-from studies.policy_runs import POLICIES, RunRow
+from studies.policy_analysis import DEPTH_WORKLOADS, PolicyAnalysis
+from studies.policy_runs import POLICIES, STAR_BATCH, RunRow
 from studies.result import write_csv
 
 SIDE_BY_SIDE_CSV = "policies_side_by_side.csv"
@@ -35,6 +35,7 @@ RUN_COLUMNS = (
 )
 GROUPING_COLUMNS = (
     "workload",
+    "bulk_share_percent",
     "throughput_without_mb_s",
     "throughput_grouped_mb_s",
     "gain_percent",
@@ -70,15 +71,15 @@ def _run_rows(rows: Iterable[RunRow]) -> list[tuple[object, ...]]:
 
 
 def write_policy_tables(out_dir: Path, analysis: PolicyAnalysis) -> list[Path]:
-    grouping = [analysis.grouping_gain(name) for name in GROUPING_WORKLOADS]
+    # the stream and the mixes by share of files in bulk restores, then the batch (all of it at once)
+    grouping = [(100.0 * share, gain) for share, gain in analysis.grouping_by_share()]
+    grouping.append((100.0, analysis.grouping_gain(STAR_BATCH)))
+    workloads = [*analysis.workloads.values(), *analysis.mixes.values()]
     return [
         write_csv(
             out_dir / WORKLOADS_CSV,
             ("workload", "profile", "drives", "rows", "description"),
-            [
-                (w.name, w.profile, w.drives, len(w.trace.rows), w.description)
-                for w in analysis.workloads.values()
-            ],
+            [(w.name, w.profile, w.drives, len(w.trace.rows), w.description) for w in workloads],
         ),
         write_csv(
             out_dir / SIDE_BY_SIDE_CSV,
@@ -101,6 +102,7 @@ def write_policy_tables(out_dir: Path, analysis: PolicyAnalysis) -> list[Path]:
             [
                 (
                     gain.workload,
+                    share,
                     gain.without.throughput_mb_s,
                     gain.grouped.throughput_mb_s,
                     gain.gain_percent,
@@ -109,7 +111,7 @@ def write_policy_tables(out_dir: Path, analysis: PolicyAnalysis) -> list[Path]:
                     gain.without.latency_p50_s,
                     gain.grouped.latency_p50_s,
                 )
-                for gain in grouping
+                for share, gain in grouping
             ],
         ),
     ]

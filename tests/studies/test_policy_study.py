@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,14 @@ from studies.policy_comparisons import (
     GROUPING_GAIN_PERCENT,
     GROUPING_SOURCE,
 )
-from studies.policy_runs import POLICIES, STAR_BATCH, STAR_DEPTH, STAR_STREAM, PolicySettings
+from studies.policy_runs import (
+    POLICIES,
+    STAR_BATCH,
+    STAR_DEPTH,
+    STAR_STREAM,
+    PolicySettings,
+    mix_name,
+)
 from studies.policy_tables import GROUPING_COLUMNS, RUN_COLUMNS
 from studies.registry import study_names
 from studies.report import StudyRun, render_report
@@ -83,16 +91,33 @@ def test_policies_rank_on_star_like_work(tables: dict[str, list[dict[str, str]]]
 
 def test_grouping_by_tape_reads_more_files_per_mount(tables: dict[str, list[dict[str, str]]]) -> None:
     rows = {row["workload"]: row for row in tables["grouping_gain.csv"]}
-    assert set(rows) == {STAR_BATCH, STAR_STREAM}
+    mixes = [mix_name(share) for share in SETTINGS.mix_bulk_shares]
+    assert list(rows) == [STAR_STREAM, *mixes, STAR_BATCH]
     for workload, row in rows.items():
         assert float(row["files_per_mount_grouped"]) > float(row["files_per_mount_without"]), workload
         assert float(row["gain_percent"]) > 0, workload
     # bulk work gains far more than random traffic: STAR's 20 % from a mix lies between the two
-    assert (
-        float(rows[STAR_STREAM]["gain_percent"])
-        < GROUPING_GAIN_PERCENT
-        < float(rows[STAR_BATCH]["gain_percent"])
+    stream, half_bulk, batch = (float(rows[w]["gain_percent"]) for w in (STAR_STREAM, mixes[-1], STAR_BATCH))
+    assert stream < GROUPING_GAIN_PERCENT < batch
+    assert half_bulk > stream
+
+
+def test_stars_grouping_gain_is_read_off_the_mixes(study: tuple[Path, StudyResult, list[str]]) -> None:
+    out_dir, _, _ = study
+    with (out_dir / "grouping_gain.csv").open(encoding="utf-8", newline="") as handle:
+        points = [
+            (float(r["bulk_share_percent"]), float(r["gain_percent"]))
+            for r in csv.DictReader(handle)
+            if r["workload"] != STAR_BATCH
+        ]
+    crossing = next(
+        low_share + (GROUPING_GAIN_PERCENT - low) / (high - low) * (high_share - low_share)
+        for (low_share, low), (high_share, high) in pairwise(points)
+        if low < GROUPING_GAIN_PERCENT <= high
     )
+    finding = next(f for f in study[1].findings if f.startswith("Grouping by tape"))
+    assert f"reached with about {crossing:.0f} % of the files in bulk restores" in finding
+    assert 0 < crossing < 100 * max(SETTINGS.mix_bulk_shares)
 
 
 def test_depth_moves_throughput_by_at_most_ten_percent_on_random_traffic(
@@ -192,7 +217,13 @@ def test_the_report_has_a_section_for_the_study(study: tuple[Path, StudyResult, 
 
 def test_replays_in_processes_give_the_rows_of_one_process() -> None:
     tiny = PolicySettings(
-        batch_scale=0.005, stream_scale=0.005, lto_scale=0.01, depths=(10, 30), drive_counts=(9,), workers=1
+        batch_scale=0.005,
+        stream_scale=0.005,
+        lto_scale=0.01,
+        depths=(10, 30),
+        drive_counts=(9,),
+        mix_bulk_shares=(0.5,),
+        workers=1,
     )
     alone: PolicyAnalysis = analyse_policies(tiny)
     pooled = analyse_policies(replace(tiny, workers=2))
