@@ -1,6 +1,6 @@
 """The replays behind the policy study: its workloads, its settings and one row of measurements per replay.
 
-Three workloads, all scaled down from the repository's generators (carousel.simulation.workloads) so that the
+The workloads, all scaled down from the repository's generators (carousel.simulation.workloads) so that the
 study stays within its time budget:
 
 - STAR batch: star_batch's files (9 × 9940B) submitted at once. At full scale STAR's DataCarousel hands the
@@ -8,9 +8,9 @@ study stays within its time budget:
   scaled-down batch spread over star_batch's ten minutes would have half its files handed over one by one
   as they arrive. Submitted at once, the small batch keeps what the full one shows (star2006 at 2.6× the
   physical bound either way);
-- STAR stream: the same files drawn at random and arriving uniformly over a window a little longer than fifo
-  needs to read them, so the queue never holds much: about 1.2 files a mount, the regime STAR reported for its
-  random (XRootD-dominated) use, where its depth and grouping figures come from;
+- STAR stream: star_batch's files (at their own scale) arriving one by one, uniformly over a window a little
+  longer than fifo needs to read them, so the backlog stays modest: about 1.2 files a mount, the regime STAR
+  reported for its random (XRootD-dominated) use, where its depth and grouping figures come from;
 - LTO modern: lto_modern as generated (16 × LTO-9, bulk requests over 24 hours);
 - STAR mixes: the stream with a share of its files taken out of the random traffic and submitted instead as
   three bulk restores (at the start, a third and two thirds of the window): the same files over the same
@@ -247,9 +247,8 @@ def run_policy(
 
 
 def find(rows: Sequence[RunRow], workload: str, policy: str, drives: int, depth: int | None = None) -> RunRow:
+    """The replay of `policy` on `workload`; `depth` is star2006's (None for the other policies)."""
     for row in rows:
-        if (row.workload, row.policy, row.drives) == (workload, policy, drives) and (
-            depth is None or row.depth == depth
-        ):
+        if (row.workload, row.policy, row.drives, row.depth) == (workload, policy, drives, depth):
             return row
     raise KeyError(f"no replay of {policy} on {workload} with {drives} drives, depth {depth}")
