@@ -193,7 +193,6 @@ def dry_run_command(
                 clock,
                 candidate=candidate,
                 active=active,
-                time_scale=library_time_scale(settings),
                 usage_window_s=settings.fair_share_window_s,
             )
         finally:

@@ -144,7 +144,6 @@ def post_dry_run(body: CandidateIn, context: Context, session: DbSession) -> Dry
         context.clock,
         candidate=candidate,
         active=active,
-        time_scale=library_time_scale(context.settings),
         usage_window_s=context.settings.fair_share_window_s,
     )
     return DryRunOut(

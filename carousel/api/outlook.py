@@ -17,7 +17,6 @@ import structlog
 from fastapi import Request
 
 from carousel.api.context import AppContext, app_context
-from carousel.config import library_time_scale
 from carousel.db.engine import transaction
 from carousel.db.outlook_queries import request_work
 from carousel.domain.clock import Clock
@@ -103,7 +102,7 @@ def live_projection(context: AppContext) -> Projection:
         store, adapter, policy, context.clock, max_files_per_cycle=1, costs=published_costs(adapter)
     )
     snapshot = path.snapshot(capacity, health is not Health.OFFLINE)
-    return project(snapshot, policy.plan, time_scale=library_time_scale(context.settings))
+    return project(snapshot, policy.plan)
 
 
 _MADE = threading.Lock()

@@ -105,6 +105,21 @@ class LibraryCosts:
         """A whole mount: mount, one pass over the files, unmount: the drive time it takes."""
         return self.mount_s + self.pass_s(files, size_bytes) + self.unmount_s
 
+    def per_clock(self, scale: float) -> LibraryCosts:
+        """These costs in seconds of a clock the library runs `scale` times faster than (a simulated library
+        on a scaled clock): policies weigh them against waiting measured on that clock."""
+        if scale <= 0:
+            raise ValueError(f"scale must be positive, not {scale}")
+        if scale == 1:
+            return self
+        return LibraryCosts(
+            mount_s=self.mount_s / scale,
+            unmount_s=self.unmount_s / scale,
+            rate_bytes_per_s=self.rate_bytes_per_s * scale,
+            overhead_s=self.overhead_s / scale,
+            locate_s=tuple((files, seconds / scale) for files, seconds in self.locate_s),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class LibraryView:

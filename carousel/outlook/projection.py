@@ -13,7 +13,7 @@ ones users see. After `max_plans` plans (or `horizon`) the tapes still waiting a
 then arrival order on the drives as they free, without asking the policy: a rough estimate, flagged.
 
 A file is taken to be on disk when its tape's pass ends (the tape's `eta`); files are not followed one by one.
-`time_scale` is library seconds per clock second (a simulated library that runs faster than the clock).
+The costs are in seconds of the snapshot's clock (a simulated library on a scaled clock publishes them so).
 """
 
 from __future__ import annotations
@@ -117,7 +117,6 @@ class _Flying:
 @dataclass(slots=True)
 class _Run:
     costs: LibraryCosts
-    scale: float
     drives: list[_Drive]
     queued: dict[str, TapeDemand]
     flying: dict[str, _Flying] = field(default_factory=dict)
@@ -126,8 +125,8 @@ class _Run:
     slots_used: int = 0  # files handed over since the snapshot, against the library's queue slots
     slots_freed: int = 0
 
-    def seconds(self, library_s: float) -> timedelta:
-        return timedelta(seconds=library_s / self.scale)
+    def seconds(self, clock_s: float) -> timedelta:
+        return timedelta(seconds=clock_s)
 
     # --- drives -------------------------------------------------------------------------------------------
 
@@ -328,7 +327,6 @@ def project(
     snapshot: Snapshot,
     plan: Planner,
     *,
-    time_scale: float = 1.0,
     max_plans: int = MAX_PLANS,
     horizon: timedelta = HORIZON,
 ) -> Projection:
@@ -350,7 +348,6 @@ def project(
     now = snapshot.now
     run = _Run(
         costs=costs,
-        scale=time_scale,
         drives=[_Drive(now) for _ in range(library.drives_total)],
         queued={t.tape: t for t in snapshot.tapes},
         slots=dict(library.queue_slots),

@@ -36,7 +36,6 @@ def dry_run(
     *,
     candidate: PolicyChoice,
     active: PolicyChoice,
-    time_scale: float = 1.0,
     usage_window_s: float = DEFAULT_WINDOW_S,
 ) -> DryRun:
     """InvalidInput (naming the field) when the candidate does not build."""
@@ -54,6 +53,6 @@ def dry_run(
     return DryRun(
         candidate=candidate,
         active=active,
-        under_candidate=project(snapshot, candidate_policy.plan, time_scale=time_scale),
-        under_active=project(snapshot, active_policy.plan, time_scale=time_scale),
+        under_candidate=project(snapshot, candidate_policy.plan),
+        under_active=project(snapshot, active_policy.plan),
     )

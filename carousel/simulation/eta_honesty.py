@@ -96,7 +96,7 @@ class _Observer:
         for file in store.files[len(self._files) :]:
             self._files[file.path] = file
         snapshot = seen.dispatch.snapshot
-        projection = project(snapshot, self._policy.plan, time_scale=self.config.time_scale)
+        projection = project(snapshot, self._policy.plan)
         self.projections += 1
         for request, paths in new.items():
             work = self._work([self._files[p] for p in paths if p in self._files], snapshot.now)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -12,12 +13,18 @@ from typer.testing import CliRunner
 from carousel.cli import app
 from carousel.reports.table import iso
 from tests.integration.reports.conftest import Recorded, app_for, client
+from tests.integration.reports.history import LIBRARY
 
 runner = CliRunner()
 
 
 def environment(recorded: Recorded) -> dict[str, str]:
-    return {"CAROUSEL_DATABASE_URL": recorded.url.render_as_string(hide_password=False)}
+    """The CLI configured like the service that recorded the history: its database and its library (whose
+    published costs, in that service's clock seconds, give the transfer estimates)."""
+    return {
+        "CAROUSEL_DATABASE_URL": recorded.url.render_as_string(hide_password=False),
+        "CAROUSEL_ADAPTER_OPTIONS": json.dumps(LIBRARY),
+    }
 
 
 @pytest.mark.parametrize("recorded", ["sqlite"], indirect=True)  # the queries are tested on both elsewhere

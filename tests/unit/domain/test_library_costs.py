@@ -30,6 +30,19 @@ def test_mount_service_adds_mount_pass_and_unmount():
     assert COSTS.mount_service_s(10, 1000) == 30.0 + 10 * (20.0 + 2.0) + 10.0 + 70.0
 
 
+@given(st.integers(min_value=1, max_value=10_000), st.integers(min_value=0, max_value=10**12))
+def test_per_clock_divides_every_duration_by_the_scale(files, size):
+    fast = COSTS.per_clock(100.0)
+    assert math.isclose(fast.mount_service_s(files, size) * 100, COSTS.mount_service_s(files, size))
+    assert math.isclose(fast.locate_per_file_s(files) * 100, COSTS.locate_per_file_s(files))
+
+
+def test_per_clock_at_scale_one_is_the_same_costs_and_refuses_a_scale_below_zero():
+    assert COSTS.per_clock(1.0) is COSTS
+    with pytest.raises(ValueError, match="scale"):
+        COSTS.per_clock(0.0)
+
+
 @given(st.integers(min_value=1, max_value=10_000), st.integers(min_value=1, max_value=10_000))
 def test_locate_per_file_never_grows_with_more_files_when_the_points_decrease(a, b):
     low, high = sorted((a, b))

@@ -227,11 +227,23 @@ def test_catalogue_from_csv(clock: ManualClock, tmp_path: Path) -> None:
 
 
 def test_publishes_the_library_costs_of_its_physics(clock: ManualClock) -> None:
-    adapter = make_adapter(clock, profile="lto8")
+    adapter = make_adapter(clock, profile="lto8", scale=1.0)
     costs = adapter.library_costs()
     physics = adapter.library.physics
     assert costs.mount_s == physics.mount_s()
     assert costs.rate_bytes_per_s == physics.profile.rate_bytes_per_s
+
+
+def test_publishes_its_costs_in_seconds_of_the_scaled_clock(clock: ManualClock) -> None:
+    # Policies weigh these against waiting on the service's clock, which runs `scale` times slower.
+    adapter = make_adapter(clock, profile="lto8", scale=50.0)
+    costs = adapter.library_costs()
+    physics = adapter.library.physics
+    assert costs.mount_s == pytest.approx(physics.mount_s() / 50)
+    assert costs.rate_bytes_per_s == pytest.approx(physics.profile.rate_bytes_per_s * 50)
+    assert costs.pass_s(10, 10**10) == pytest.approx(
+        make_adapter(clock, scale=1.0, profile="lto8").library_costs().pass_s(10, 10**10) / 50
+    )
 
 
 def test_a_sink_that_calls_back_still_sees_events_in_order(clock: ManualClock) -> None:

@@ -4,6 +4,7 @@ offline or without figures, the rough placement beyond the horizon, and a proper
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
@@ -139,10 +140,12 @@ def test_beyond_the_plan_budget_the_rest_is_placed_roughly_in_priority_then_arri
     assert all(projection.tapes[t].rough and projection.tapes[t].eta is not None for t in placed[1:])
 
 
-def test_time_scale_shortens_every_duration() -> None:
+def test_costs_on_a_faster_clock_shorten_every_duration() -> None:
     queue = snapshot(tape("A", 5), drives=1)
     plain = project(queue, build_policy("carousel").plan)
-    fast = project(queue, build_policy("carousel").plan, time_scale=100.0)
+    assert queue.library.costs is not None
+    faster = replace(queue, library=replace(queue.library, costs=queue.library.costs.per_clock(100.0)))
+    fast = project(faster, build_policy("carousel").plan)
     assert plain.tapes["A"].eta is not None and fast.tapes["A"].eta is not None
     assert (fast.tapes["A"].eta - T0) * 100 == pytest.approx(
         plain.tapes["A"].eta - T0, abs=timedelta(milliseconds=1)
