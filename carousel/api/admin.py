@@ -24,9 +24,10 @@ from carousel.api.admin_schemas import (
     WaitingOut,
 )
 from carousel.api.auth import AdminCaller, require_admin
-from carousel.api.context import Context, DbSession
+from carousel.api.context import AppContext, Context, DbSession, DbSlot
 from carousel.api.problems import PROBLEM_JSON
 from carousel.config import library_time_scale
+from carousel.db.engine import transaction
 from carousel.outlook.projection import Projection
 from carousel.outlook.reasons import classify
 from carousel.policy_admin import changes
@@ -132,11 +133,17 @@ def _candidate(body: CandidateIn, active: PolicyChoice) -> PolicyChoice:
     )
 
 
+def _active_choice(context: AppContext) -> PolicyChoice:
+    """The active policy, read in a transaction of its own: the dry run and replay open theirs after it."""
+    with transaction(context.session_factory) as session:
+        return changes.active_settings(session, context.settings).choice
+
+
 @router.post("/policy/dry-run", response_model=DryRunOut)
-def post_dry_run(body: CandidateIn, context: Context, session: DbSession) -> DryRunOut:
+def post_dry_run(body: CandidateIn, context: Context, _slot: DbSlot) -> DryRunOut:
     """What the next cycles would do under a candidate policy (default: the active one) on the live queue,
     next to the active policy, without dispatching anything. 400 naming the field if it does not build."""
-    active = changes.active_settings(session, context.settings).choice
+    active = _active_choice(context)
     candidate = _candidate(body, active)
     done = dry_run(
         context.session_factory,
@@ -155,12 +162,12 @@ def post_dry_run(body: CandidateIn, context: Context, session: DbSession) -> Dry
 
 
 @router.post("/policy/replay", response_model=HistoryReplayOut)
-def post_history_replay(body: HistoryReplayIn, context: Context, session: DbSession) -> HistoryReplayOut:
+def post_history_replay(body: HistoryReplayIn, context: Context, _slot: DbSlot) -> HistoryReplayOut:
     """The requests of the last `hours` replayed through the simulator under a candidate policy (default:
     the active one), beside what happened and the active policy's replay of them. Runs for seconds to a
     minute (limits.max_replay_files). 400 naming the field: a policy that does not build, a window over the
     limit, a library the settings do not describe (give `profile` and `drives`)."""
-    active = changes.active_settings(session, context.settings).choice
+    active = _active_choice(context)
     done = replay_history(
         context.session_factory,
         context.settings,

@@ -73,6 +73,9 @@ def after_commit(session: Session, callback: Callable[[], None]) -> None:
 
 Context = Annotated[AppContext, Depends(app_context)]
 DbSession = Annotated[Session, Depends(db_session, scope="function")]
+# For routes that open their own short transactions (SQLite allows one writer: a route session held open
+# beside them would lock them out).
+DbSlot = Annotated[None, Depends(db_slot, scope="function")]
 CurrentCaller = Annotated[Caller, Depends(current_caller)]
 
 
