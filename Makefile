@@ -26,7 +26,8 @@ system:
 
 ## test: system packages, lint, types, architecture contracts, then the whole suite on PostgreSQL and SQLite
 test: system $(STAMP) check
-	$(BIN)/pytest -n 2 --dist loadgroup -p no:cacheprovider
+	# bytecode written once: with PYTHONDONTWRITEBYTECODE every `carousel` the tests start compiles the package again
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n 2 --dist loadgroup -p no:cacheprovider
 
 check: $(STAMP)
 	$(BIN)/ruff check .

@@ -19,7 +19,6 @@ from carousel.domain.clock import Clock, SystemClock
 from carousel.domain.errors import InvalidInput
 from carousel.domain.planning import LibraryCosts
 from carousel.reports.catalog import KINDS, build_report, kind_named
-from carousel.reports.figures import png
 from carousel.reports.table import to_csv, to_document
 from carousel.reports.window import Bucket, make_window
 from carousel.scheduler.planning_path import published_costs
@@ -93,6 +92,9 @@ def report(
     finally:
         engine.dispose()
     if output is Output.PNG:
+        # matplotlib is slow to import: only figures pay for it
+        from carousel.reports.figures import png  # noqa: PLC0415
+
         data: bytes = png(built)
     elif output is Output.CSV:
         data = to_csv(built).encode()

@@ -15,7 +15,6 @@ from fastapi.responses import JSONResponse, Response
 
 from carousel.api.context import Context
 from carousel.reports.catalog import KINDS, build_report, kind_named
-from carousel.reports.figures import png
 from carousel.reports.table import Report, to_csv, to_document
 from carousel.reports.window import Bucket, make_window
 from carousel.scheduler.planning_path import published_costs
@@ -49,6 +48,9 @@ def render(report: Report, output: Format) -> Response:
             headers={"Content-Disposition": f'inline; filename="{stem}.csv"'},
         )
     if output is Format.PNG:
+        # matplotlib is slow to import: only figures pay for it
+        from carousel.reports.figures import png  # noqa: PLC0415
+
         return Response(png(report), media_type="image/png")
     return JSONResponse(to_document(report))
 

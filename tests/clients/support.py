@@ -20,7 +20,7 @@ import httpx
 
 from carousel.db.engine import upgrade_to_head
 
-START_TIMEOUT_S = 30.0
+START_TIMEOUT_S = 120.0  # bounded; a shared, loaded machine may take a minute to import and start
 DATABASE_FILE = "carousel.sqlite3"
 STOP_TIMEOUT_S = 20.0
 

@@ -45,7 +45,7 @@ LIBRARY = {
     "catalogue": {"generate": {"seed": 5, "cartridges": 8, "files_per_cartridge": 10}},
     "scale": 25.0,  # a first read (exchange, load, locate) takes about 3.5 s: time to cancel it
 }
-START_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 120.0
 CALL_TIMEOUT_S = 40.0
 WAIT_S = 60.0  # bounded, with room for a machine shared by several test runs
 T = TypeVar("T")

@@ -27,7 +27,7 @@ import httpx
 
 from tests.clients.support import ServiceNotReady, start_carousel, stop, wait_ready
 
-XROOTD_START_TIMEOUT_S = 15.0
+XROOTD_START_TIMEOUT_S = 60.0
 HTTP_TIMEOUT_S = 10.0
 
 

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from tests.clients.support import carousel_program, free_port, stop, wait_ready
 
-START_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 120.0
 BANNER = "carousel scheduler: a cycle every"
 LEADS = "leader lock taken: this instance leads"
 
