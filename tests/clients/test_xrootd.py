@@ -61,8 +61,9 @@ class Result:
         return [line.split("\t") for line in self.stdout.splitlines() if line]
 
     def file_states(self) -> dict[str, list[str]]:
-        """From a query answer: each path's state and detail."""
-        return {line[1]: [line[0], *line[2:]] for line in self.query_lines()[1:] if len(line) >= 2}
+        """From a query answer: each path's state and detail (not the REQUEST and OUTLOOK lines)."""
+        files = [line for line in self.query_lines() if line[0] not in ("REQUEST", "OUTLOOK")]
+        return {line[1]: [line[0], *line[2:]] for line in files if len(line) >= 2}
 
 
 class Namespace:
