@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import tomli_w
 
 from carousel.db.engine import upgrade_to_head
 
@@ -43,25 +44,16 @@ def carousel_program(name: str = "carousel") -> str:
 def write_carousel_config(
     directory: Path, *, port: int, library: dict[str, Any], cycle_interval_s: float = 0.5
 ) -> Path:
-    generate = library["catalogue"]["generate"]
+    """A carousel.toml: SQLite in `directory`, `library` as the simulated adapter's options."""
     config = directory / "carousel.toml"
-    config.write_text(
-        f"""database_url = "sqlite:///{directory / DATABASE_FILE}"
-host = "127.0.0.1"
-port = {port}
-cycle_interval_s = {cycle_interval_s}
-
-[adapter_options]
-profile = "{library["profile"]}"
-drives = {library["drives"]}
-scale = {library["scale"]}
-
-[adapter_options.catalogue.generate]
-seed = {generate["seed"]}
-cartridges = {generate["cartridges"]}
-files_per_cartridge = {generate["files_per_cartridge"]}
-"""
-    )
+    settings = {
+        "database_url": f"sqlite:///{directory / DATABASE_FILE}",
+        "host": "127.0.0.1",
+        "port": port,
+        "cycle_interval_s": cycle_interval_s,
+        "adapter_options": library,
+    }
+    config.write_text(tomli_w.dumps(settings))
     return config
 
 
