@@ -36,6 +36,9 @@ from studies.report import StudyRun, render_report
 from studies.result import COMPARISON_COLUMNS, StudyResult, write_comparisons_csv
 from tests.studies.seeds import seed_text
 
+# One worker runs the module, so the study below runs once (xdist would otherwise run the module fixture on
+# each worker that gets one of its tests).
+pytestmark = pytest.mark.xdist_group("policy-study")
 SETTINGS = PolicySettings(depths=(5, 10, 30, 100), drive_counts=(2, 9))
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -32,7 +32,7 @@ from tests.integration.resilience.processes import BANNER, api, environment, sch
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 SEED = 20261122
-KILLS = 20
+KILLS = 12
 REQUESTS = 10
 LIBRARY: dict[str, Any] = {
     "profile": "lto8",

@@ -32,10 +32,10 @@ PACE = {"recovery_start_files": 10, "recovery_ramp_s": 600.0}
 
 
 def outage_trace() -> Trace:
-    """160 files of 1 GB on 8 LTO-8 cartridges, arriving every 10 s: most while the library is away."""
+    """80 files of 1 GB on 8 LTO-8 cartridges, arriving every 20 s: most while the library is away."""
     rows = [
-        TraceRow(n * 10.0, f"r{n}", f"/d/T{n % 8}/{n}", GB, f"T{n % 8}", (n // 8) * 20 * GB, "g", 0)
-        for n in range(160)
+        TraceRow(n * 20.0, f"r{n}", f"/d/T{n % 8}/{n}", GB, f"T{n % 8}", (n // 8) * 20 * GB, "g", 0)
+        for n in range(80)
     ]
     return make_trace(rows, "outage")
 
