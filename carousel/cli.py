@@ -45,6 +45,8 @@ from carousel.observability.exposition import serve_metrics
 from carousel.observability.metrics import ServiceMetrics
 from carousel.policy_admin.active import ActivePolicy
 from carousel.scheduler.cycle import Cycle, CycleReport
+from carousel.scheduler.event_pruning import INTERVAL_S as PRUNE_INTERVAL_S
+from carousel.scheduler.event_pruning import AppliedEventsPruner
 from carousel.scheduler.runner import CycleRunner, SideJob
 from carousel.webhooks.deliverer import WebhookDeliverer
 from hsm_adapters.base import HsmAdapter
@@ -175,8 +177,14 @@ def _cycle(parts: Parts) -> tuple[Cycle, CycleRunner]:
     webhooks = SideJob(
         "carousel-webhooks", deliverer.run_once, parts.settings.webhooks.interval_s, close=deliverer.close
     )
+    pruner = AppliedEventsPruner(
+        parts.session_factory, parts.clock, parts.settings.applied_events_retention_s
+    )
+    pruning = SideJob("carousel-prune-applied-events", pruner.run_once, PRUNE_INTERVAL_S)
     runner = CycleRunner(
-        observed(cycle.run_once, parts.metrics), parts.settings.cycle_interval_s, side_jobs=[webhooks]
+        observed(cycle.run_once, parts.metrics),
+        parts.settings.cycle_interval_s,
+        side_jobs=[webhooks, pruning],
     )
     return cycle, runner
 

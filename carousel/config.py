@@ -145,6 +145,10 @@ class Settings(BaseSettings):
     # Fair share (policies/fair_share.py) weighs each group's drive time over this window (the cycle, the dry
     # run and the outlook read the same window).
     fair_share_window_s: float = Field(default=86_400.0, gt=0)
+    # Completion remembers each applied event (applied_events) so an event delivered again changes nothing.
+    # An event comes again only moments after its first delivery; rows older than this are deleted, at most
+    # once an hour (carousel.scheduler.event_pruning). At least an hour.
+    applied_events_retention_s: float = Field(default=7 * 86_400.0, ge=3600)
 
     # Tape REST status documents of at least status_cache_min_files files are kept this long (0: never);
     # clients poll big requests, and the scheduler's progress may show up this much later.

@@ -76,7 +76,7 @@ def apply_events(
     for event in fresh:
         _apply_one(session, event, retry=retry, report=report, files=files, writes=writes)
     writes.flush(session)
-    q.record_applied(session, adapter, [e.seq for e in fresh])
+    q.record_applied(session, adapter, [(e.seq, e.at) for e in fresh])
     report.applied = len(fresh)
     return report
 

@@ -10,7 +10,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, exists, insert, select, update
+from sqlalchemy import ColumnElement, delete, exists, insert, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from carousel.db.models import (
@@ -58,10 +58,20 @@ def applied_seqs(session: Session, adapter: str, seqs: Collection[int]) -> set[i
     return set(found)
 
 
-def record_applied(session: Session, adapter: str, seqs: Iterable[int]) -> None:
-    rows = [{"adapter": adapter, "seq": seq} for seq in seqs]
+def record_applied(session: Session, adapter: str, events: Iterable[tuple[int, datetime]]) -> None:
+    """Record (seq, event time) pairs of `adapter`'s stream as applied."""
+    rows = [{"adapter": adapter, "seq": seq, "event_at": at} for seq, at in events]
     if rows:
         session.execute(insert(AppliedEvent), rows)
+
+
+def prune_applied(session: Session, before: datetime, limit: int) -> int:
+    """Forget up to `limit` applied events that happened before `before`; how many were forgotten."""
+    oldest = select(AppliedEvent.adapter, AppliedEvent.seq).where(AppliedEvent.event_at < before).limit(limit)
+    result = session.execute(
+        delete(AppliedEvent).where(tuple_(AppliedEvent.adapter, AppliedEvent.seq).in_(oldest))
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
 
 
 # --- files ------------------------------------------------------------------------------------------------

@@ -238,12 +238,15 @@ class Recall(Base):
 
 
 class AppliedEvent(Base):
-    """Adapter events already applied, so completion is idempotent across restarts."""
+    """Adapter events already applied, so completion is idempotent across restarts. Kept for
+    `applied_events_retention_s` after the event (carousel.scheduler.event_pruning): an event comes again
+    only moments after its first delivery."""
 
     __tablename__ = "applied_events"
 
     adapter: Mapped[str] = mapped_column(String(64), primary_key=True)
     seq: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    event_at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)  # when the library says it happened
 
 
 class PolicySettingsRow(Base):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from alembic import command
-from sqlalchemy import inspect
+from sqlalchemy import inspect, select, text
 from sqlalchemy.engine import URL
+from sqlalchemy.orm import Session
 
 from carousel.db.engine import (
     alembic_config,
@@ -16,7 +19,7 @@ from carousel.db.engine import (
     make_engine,
     upgrade_to_head,
 )
-from carousel.db.models import Base
+from carousel.db.models import AppliedEvent, Base
 from carousel.domain.errors import ConfigError
 
 
@@ -67,3 +70,22 @@ def test_service_refuses_a_stale_schema(empty_database_url: URL) -> None:
 
 def test_one_head() -> None:
     assert head_revision()
+
+
+def test_events_applied_before_0005_get_the_upgrades_time(empty_database_url: URL) -> None:
+    upgrade_to_head(empty_database_url)
+    downgrade_to(empty_database_url, "0004")
+    engine = make_engine(empty_database_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("INSERT INTO applied_events (adapter, seq) VALUES ('old:stream', 7)"))
+        before = datetime.now(UTC)
+        upgrade_to_head(empty_database_url)
+        with Session(engine) as session:
+            row = session.scalars(select(AppliedEvent)).one()
+        assert (row.adapter, row.seq) == ("old:stream", 7)
+        assert before - timedelta(seconds=1) <= row.event_at <= datetime.now(UTC) + timedelta(seconds=1)
+        columns = {c["name"]: c for c in inspect(engine).get_columns("applied_events")}
+        assert columns["event_at"]["nullable"] is False
+    finally:
+        engine.dispose()
