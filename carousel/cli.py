@@ -8,62 +8,29 @@ unknown request id, a broken configuration.
 
 from __future__ import annotations
 
-import signal
-import socket
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import httpx
 import typer
-import uvicorn
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from sqlalchemy import Engine, make_url
-from sqlalchemy.orm import Session, sessionmaker
 from typer.core import TyperGroup
 
-from carousel.api.app import create_app
+from carousel.cli_console import ERROR_EXIT, CliFailure, err, out
 from carousel.cli_outlook import outlook_lines
 from carousel.cli_policy import policy_app
 from carousel.cli_report import report
 from carousel.cli_simulate import simulate
 from carousel.cli_study import study
 from carousel.config import Settings, load_settings
-from carousel.db.engine import check_schema_current, make_engine, make_session_factory, upgrade_to_head
-from carousel.domain.clock import Clock, SystemClock
 from carousel.domain.errors import ConfigError, DomainError
-from carousel.logging import configure_logging
-from carousel.observability.cycles import observed
-from carousel.observability.exposition import serve_metrics
-from carousel.observability.metrics import ServiceMetrics
-from carousel.policy_admin.active import ActivePolicy
-from carousel.scheduler.cycle import Cycle, CycleReport
-from carousel.scheduler.event_pruning import INTERVAL_S as PRUNE_INTERVAL_S
-from carousel.scheduler.event_pruning import AppliedEventsPruner
-from carousel.scheduler.runner import CycleRunner, SideJob
-from carousel.webhooks.deliverer import WebhookDeliverer
-from hsm_adapters.base import HsmAdapter
-from hsm_adapters.registry import build_adapter
-from hsm_adapters.simulated.adapter import SimulatedAdapter
 
 NATIVE = "/api/native/v1"
 FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED")
-ERROR_EXIT = 2
-LISTEN_BACKLOG = 2048
-
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
-
-
-class CliFailure(Exception):
-    """A failure to report to the user in one line."""
 
 
 class OneLineErrors(TyperGroup):
@@ -129,122 +96,6 @@ def main() -> None:
     app()
 
 
-# --- running the service --------------------------------------------------------------------------------
-
-
-@dataclass
-class Parts:
-    """What one process of the service holds: built from settings at start, closed at stop."""
-
-    settings: Settings
-    engine: Engine
-    session_factory: sessionmaker[Session]
-    adapter: HsmAdapter
-    clock: Clock
-    metrics: ServiceMetrics  # one registry for the process: its API's and its scheduler's figures
-
-
-@contextmanager
-def service_parts(settings: Settings) -> Iterator[Parts]:
-    configure_logging(settings.log_format, settings.log_level)
-    engine = make_engine(settings)
-    try:
-        check_schema_current(engine)
-        clock = SystemClock()
-        adapter = build_adapter(settings.adapter, settings.adapter_options, clock)
-        try:
-            yield Parts(settings, engine, make_session_factory(engine), adapter, clock, ServiceMetrics())
-        finally:
-            adapter.close()
-    finally:
-        engine.dispose()
-
-
-def _cycle(parts: Parts) -> tuple[Cycle, CycleRunner]:
-    # the admins' choice (carousel policy set, the admin API), read by every cycle; the settings' until then
-    active = ActivePolicy(parts.settings, parts.session_factory)
-    cycle = Cycle(
-        parts.settings,
-        parts.session_factory,
-        parts.adapter,
-        active.current(),
-        parts.clock,
-        policy_source=active.current,
-    )
-    deliverer = WebhookDeliverer(
-        parts.settings.webhooks, parts.session_factory, parts.clock, on_report=parts.metrics.observe_webhooks
-    )
-    webhooks = SideJob(
-        "carousel-webhooks", deliverer.run_once, parts.settings.webhooks.interval_s, close=deliverer.close
-    )
-    pruner = AppliedEventsPruner(
-        parts.session_factory, parts.clock, parts.settings.applied_events_retention_s
-    )
-    pruning = SideJob("carousel-prune-applied-events", pruner.run_once, PRUNE_INTERVAL_S)
-    runner = CycleRunner(
-        observed(cycle.run_once, parts.metrics),
-        parts.settings.cycle_interval_s,
-        side_jobs=[webhooks, pruning],
-    )
-    return cycle, runner
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    """The listening socket, bound before anything is announced, so a taken port is a clear one-line error."""
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-    except OSError as exc:
-        raise CliFailure(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(LISTEN_BACKLOG)
-    except OSError as exc:
-        sock.close()
-        raise CliFailure(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
-    return sock
-
-
-def _serve_http(parts: Parts, *, with_scheduler: bool) -> None:
-    settings = parts.settings
-    api = create_app(
-        settings,
-        adapter=parts.adapter,
-        clock=parts.clock,
-        session_factory=parts.session_factory,
-        metrics=parts.metrics,
-    )
-    scheduling = _cycle(parts) if with_scheduler else None
-    with _listen(settings.host, settings.port) as sock:
-        host, port = sock.getsockname()[:2]
-        base = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-        what = "API and scheduler" if with_scheduler else "API"
-        out.print(f"carousel {what} listening on {base} (Tape REST: {base}/api/v1, docs: {base}/docs)")
-        out.print(f"library: {settings.adapter} adapter; database: {_safe_url(settings.database_url)}")
-        if settings.anonymous:
-            out.print("anonymous access is on: anyone who can reach this address can stage files")
-        # log_config=None: uvicorn's records go through the process's structlog handler
-        # proxy_headers off: the client address stays the socket's peer, which is what decides whether a
-        # forwarded X.509 subject comes from a trusted proxy (docs/security.md).
-        config = uvicorn.Config(api, log_level="warning", log_config=None, proxy_headers=False)
-        server = uvicorn.Server(config)
-        if scheduling is not None:
-            scheduling[1].start()
-        try:
-            server.run(sockets=[sock])
-        finally:
-            if scheduling is not None:
-                scheduling[1].stop()
-                scheduling[0].close()  # gives up the leader lock: a standby takes over at once
-
-
-def _safe_url(url: str) -> str:
-    return make_url(url).render_as_string(hide_password=True)
-
-
 def _settings(**overrides: Any) -> Settings:
     return load_settings(**{k: v for k, v in overrides.items() if v is not None})
 
@@ -258,15 +109,19 @@ PortOption = Annotated[
 @app.command()
 def serve(host: HostOption = None, port: PortOption = None) -> None:
     """The API and the scheduler in one process (the embedded default)."""
+    from carousel.cli_service import serve_http, service_parts  # noqa: PLC0415 - see scheduler
+
     with service_parts(_settings(host=host, port=port)) as parts:
-        _serve_http(parts, with_scheduler=True)
+        serve_http(parts, with_scheduler=True)
 
 
 @app.command("api")
 def api_only(host: HostOption = None, port: PortOption = None) -> None:
     """The API alone (run `carousel scheduler` beside it)."""
+    from carousel.cli_service import serve_http, service_parts  # noqa: PLC0415 - see scheduler
+
     with service_parts(_settings(host=host, port=port)) as parts:
-        _serve_http(parts, with_scheduler=False)
+        serve_http(parts, with_scheduler=False)
 
 
 @app.command()
@@ -274,54 +129,9 @@ def scheduler(
     once: Annotated[bool, typer.Option("--once", help="run one cycle, print what it did, and exit")] = False,
 ) -> None:
     """The scheduler alone: a cycle every cycle_interval_s until interrupted."""
-    with service_parts(_settings()) as parts:
-        cycle, runner = _cycle(parts)
-        if once:
-            _print_cycle(cycle.run_once())
-            cycle.close()
-            return
-        stop = threading.Event()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, lambda *_: stop.set())
-        out.print(f"carousel scheduler: a cycle every {parts.settings.cycle_interval_s:g} s (Ctrl-C stops)")
-        stop_metrics = _scheduler_metrics(parts)
-        runner.start()
-        try:
-            stop.wait()
-        finally:
-            runner.stop()
-            cycle.close()  # gives up the leader lock: a standby takes over at once
-            stop_metrics()
+    from carousel.cli_service import run_scheduler  # noqa: PLC0415 - the service's stack, for the service only
 
-
-def _scheduler_metrics(parts: Parts) -> Callable[[], None]:
-    """/metrics on scheduler_metrics_port when set; returns what stops it."""
-    port = parts.settings.scheduler_metrics_port
-    if port is None:
-        return lambda: None
-    parts.metrics.watch_database(parts.session_factory, parts.clock)
-    try:
-        bound, stop = serve_metrics(parts.metrics, parts.settings.host, port)
-    except OSError as exc:
-        where = f"{parts.settings.host}:{port}"
-        raise CliFailure(f"cannot serve metrics on {where}: {exc.strerror or exc}") from exc
-    out.print(f"metrics on http://{parts.settings.host}:{bound}/metrics")
-    return stop
-
-
-def _print_cycle(report: CycleReport) -> None:
-    if report.database_unavailable:
-        raise CliFailure(report.errors[-1])
-    if not report.leader:
-        out.print("another scheduler holds the leader lock: nothing done")
-        return
-    out.print(
-        f"health {report.health}; tapes with work {report.tapes_with_work}; claimed {report.claimed}; "
-        f"submitted {report.files_submitted} files in {report.batches_submitted} batches; "
-        f"recovered {report.recovered_claims}; cancelled {report.cancelled}; {report.elapsed_s * 1000:.0f} ms"
-    )
-    for problem in report.errors:
-        err.print(f"error: {problem}")
+    run_scheduler(_settings(), once=once)
 
 
 # --- talking to the service -----------------------------------------------------------------------------
@@ -491,6 +301,11 @@ def library_files(
     long: Annotated[bool, typer.Option("--long", "-l", help="with size and cartridge")] = False,
 ) -> None:
     """Paths the configured library holds, to try staging (one a line: pipe into `submit --from-file -`)."""
+    # the adapters (numpy and the simulator) load for this command only
+    from carousel.domain.clock import SystemClock  # noqa: PLC0415
+    from hsm_adapters.registry import build_adapter  # noqa: PLC0415
+    from hsm_adapters.simulated.adapter import SimulatedAdapter  # noqa: PLC0415
+
     settings = load_settings()
     adapter = build_adapter(settings.adapter, settings.adapter_options, SystemClock())
     try:
@@ -515,6 +330,9 @@ def library_files(
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Migrate the configured database to the schema this carousel needs."""
+    # SQLAlchemy and Alembic load for this command only
+    from carousel.db.engine import printable_url, upgrade_to_head  # noqa: PLC0415
+
     settings = load_settings()
     revision = upgrade_to_head(settings.database_url)
-    out.print(f"database {_safe_url(settings.database_url)} is at revision {revision}")
+    out.print(f"database {printable_url(settings.database_url)} is at revision {revision}")

@@ -11,37 +11,48 @@ import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
-from sqlalchemy.orm import Session, sessionmaker
 
-from carousel.api.admin_schemas import HistoryReplayOut
 from carousel.config import Settings, library_time_scale, load_settings
-from carousel.db.engine import check_schema_current, make_engine, make_session_factory, transaction
 from carousel.domain.clock import SystemClock
 from carousel.domain.errors import InvalidInput
-from carousel.policy_admin import changes
 from carousel.policy_admin.diff import differences
-from carousel.policy_admin.dry_run import dry_run
-from carousel.policy_admin.history_replay import Outcome, replay_history
 from carousel.policy_admin.model import PolicyChoice
-from hsm_adapters.registry import build_adapter
 
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
+
+    from carousel.policy_admin.history_replay import Outcome
+
+# The database, the adapters and the simulator are imported inside the commands, when they run: `carousel`
+# loads this module for every command, and `carousel status` must not wait for SQLAlchemy or numpy.
 policy_app = typer.Typer(add_completion=False, help="The active scheduling policy: show, change, audit.")
 out = Console(highlight=False, width=160)
 
 
 @contextmanager
 def database(settings: Settings) -> Iterator[sessionmaker[Session]]:
+    from carousel.db.engine import check_schema_current, make_engine, make_session_factory  # noqa: PLC0415
+
     engine = make_engine(settings)
     try:
         check_schema_current(engine)
         yield make_session_factory(engine)
     finally:
         engine.dispose()
+
+
+@contextmanager
+def session_of(settings: Settings) -> Iterator[Session]:
+    """One transaction on the configured database (its schema checked first), committed at the end."""
+    from carousel.db.engine import transaction  # noqa: PLC0415
+
+    with database(settings) as factory, transaction(factory) as session:
+        yield session
 
 
 def local_user() -> str:
@@ -87,8 +98,10 @@ OptionsFile = Annotated[
 @policy_app.command("show")
 def show() -> None:
     """The policy the next cycle plans with (JSON)."""
+    from carousel.policy_admin import changes  # noqa: PLC0415
+
     settings = load_settings()
-    with database(settings) as factory, transaction(factory) as session:
+    with session_of(settings) as session:
         active = changes.active_settings(session, settings)
     document = {
         **active.choice.as_dict(),
@@ -113,9 +126,11 @@ def set_policy(
     ] = None,
 ) -> None:
     """Make POLICY with its options the active one from the next cycle on (validated, audited)."""
+    from carousel.policy_admin import changes  # noqa: PLC0415
+
     settings = load_settings()
     choice = PolicyChoice(name, read_options(options, options_file))
-    with database(settings) as factory, transaction(factory) as session:
+    with session_of(settings) as session:
         done = changes.change_policy(
             session,
             settings,
@@ -138,8 +153,10 @@ def set_policy(
 @policy_app.command("audit")
 def audit(limit: Annotated[int, typer.Option(min=1, max=1000, help="the newest N changes")] = 20) -> None:
     """The changes of the policy, newest first: when, who, what, why."""
+    from carousel.policy_admin import changes  # noqa: PLC0415
+
     settings = load_settings()
-    with database(settings) as factory, transaction(factory) as session:
+    with session_of(settings) as session:
         page = changes.audit_trail(session, limit=limit)
     table = Table(show_edge=False)
     for column in ("version", "when", "who", "what changed", "why"):
@@ -179,6 +196,11 @@ def dry_run_command(
 ) -> None:
     """What the next cycles would do under POLICY on the live queue, beside the active policy; nothing is
     dispatched. The library is asked for its health and capacity as the scheduler asks it."""
+    from carousel.db.engine import transaction  # noqa: PLC0415
+    from carousel.policy_admin import changes  # noqa: PLC0415
+    from carousel.policy_admin.dry_run import dry_run  # noqa: PLC0415
+    from hsm_adapters.registry import build_adapter  # noqa: PLC0415
+
     settings = load_settings()
     clock = SystemClock()
     with database(settings) as factory:
@@ -235,6 +257,11 @@ def replay_command(
 ) -> None:
     """Replay the last hours' requests through the simulator under POLICY, beside what happened and the
     active policy's replay of them (docs/admin.md)."""
+    from carousel.api.admin_schemas import HistoryReplayOut  # noqa: PLC0415
+    from carousel.db.engine import transaction  # noqa: PLC0415
+    from carousel.policy_admin import changes  # noqa: PLC0415
+    from carousel.policy_admin.history_replay import replay_history  # noqa: PLC0415
+
     settings = load_settings()
     with database(settings) as factory:
         with transaction(factory) as session:

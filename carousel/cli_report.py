@@ -14,15 +14,16 @@ from typing import Annotated
 import typer
 
 from carousel.config import Settings, load_settings
-from carousel.db.engine import check_schema_current, make_engine, make_session_factory
 from carousel.domain.clock import Clock, SystemClock
 from carousel.domain.errors import InvalidInput
 from carousel.domain.planning import LibraryCosts
-from carousel.reports.catalog import KINDS, build_report, kind_named
 from carousel.reports.table import to_csv, to_document
 from carousel.reports.window import Bucket, make_window
-from carousel.scheduler.planning_path import published_costs
-from hsm_adapters.registry import build_adapter
+
+# The reports' queries, the database and the adapters are imported inside the command, when it runs:
+# `carousel` loads this module for every command. The kinds are named here for the help (a test checks them
+# against carousel.reports.catalog.KINDS).
+KIND_NAMES = ("library", "drives", "tapes", "groups", "mounts", "remounts", "queue-age")
 
 _AGO = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
@@ -50,6 +51,9 @@ def parse_time(text: str, name: str, before: datetime) -> datetime:
 
 def library_costs(settings: Settings, clock: Clock) -> LibraryCosts | None:
     """The configured library's published costs (for the transfer estimates), or None."""
+    from carousel.scheduler.planning_path import published_costs  # noqa: PLC0415
+    from hsm_adapters.registry import build_adapter  # noqa: PLC0415
+
     adapter = build_adapter(settings.adapter, settings.adapter_options, clock)
     try:
         return published_costs(adapter)
@@ -58,7 +62,7 @@ def library_costs(settings: Settings, clock: Clock) -> LibraryCosts | None:
 
 
 def report(
-    kind: Annotated[str, typer.Argument(help=f"one of: {', '.join(KINDS)}")],
+    kind: Annotated[str, typer.Argument(help=f"one of: {', '.join(KIND_NAMES)}")],
     *,
     since: Annotated[
         str | None,
@@ -74,6 +78,9 @@ def report(
     ] = None,
 ) -> None:
     """A throughput, mount or queue report from the recorded history (columns: docs/operations.md)."""
+    from carousel.db.engine import check_schema_current, make_engine, make_session_factory  # noqa: PLC0415
+    from carousel.reports.catalog import build_report, kind_named  # noqa: PLC0415
+
     chosen = kind_named(kind)
     if output is Output.PNG and out is None:
         raise InvalidInput("--format png needs --out FILE", field="out")

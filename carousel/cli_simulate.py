@@ -8,18 +8,20 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from carousel.domain.errors import ConfigError
-from carousel.simulation.driver import ReplayConfig, replay
-from carousel.simulation.library_setup import LibraryFile, load_library_file
-from carousel.simulation.outputs import compare_row, write_compare, write_outputs
-from carousel.simulation.trace import Trace, load_trace, write_trace
-from carousel.simulation.workloads import workload as find_workload
+
+if TYPE_CHECKING:
+    from carousel.simulation.library_setup import LibraryFile
+    from carousel.simulation.trace import Trace
+
+# The simulator (numpy, the library, the planning code) is imported inside the command, when it runs:
+# `carousel` loads this module for every command.
 
 
 def simulate(
@@ -51,6 +53,11 @@ def simulate(
     cycle_interval: Annotated[float, typer.Option("--cycle-interval", help="Seconds between cycles.")] = 2.0,
 ) -> None:
     """Replay a trace on the simulated library's virtual clock with the service's own planning code."""
+    from carousel.simulation.driver import ReplayConfig, replay  # noqa: PLC0415
+    from carousel.simulation.library_setup import load_library_file  # noqa: PLC0415
+    from carousel.simulation.outputs import compare_row, write_compare, write_outputs  # noqa: PLC0415
+    from carousel.simulation.trace import write_trace  # noqa: PLC0415
+
     loaded, profile_name, drive_count = _inputs(trace, workload, scale, profile, drives)
     options = _policy_options(policy_options)
     library_file: LibraryFile | None = load_library_file(library) if library is not None else None
@@ -83,6 +90,9 @@ def simulate(
 def _inputs(
     trace: Path | None, workload: str | None, scale: float, profile: str | None, drives: int | None
 ) -> tuple[Trace, str, int]:
+    from carousel.simulation.trace import load_trace  # noqa: PLC0415
+    from carousel.simulation.workloads import workload as find_workload  # noqa: PLC0415
+
     if (trace is None) == (workload is None):
         raise ConfigError("give exactly one of --trace and --workload")
     if workload is not None:

@@ -166,6 +166,11 @@ def _migrate(url: str | URL, revision: str, *, up: bool) -> None:
         engine.dispose()
 
 
+def printable_url(url: str | URL) -> str:
+    """The database URL with its password hidden, for messages."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
 def upgrade_to_head(url: str | URL) -> str:
     """Migrate the database at url to the newest schema; returns the revision it is now at."""
     _migrate(url, "head", up=True)
