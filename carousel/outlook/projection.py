@@ -125,9 +125,6 @@ class _Run:
     slots_used: int = 0  # files handed over since the snapshot, against the library's queue slots
     slots_freed: int = 0
 
-    def seconds(self, clock_s: float) -> timedelta:
-        return timedelta(seconds=clock_s)
-
     # --- drives -------------------------------------------------------------------------------------------
 
     def mount(
@@ -152,9 +149,9 @@ class _Run:
             d = max(ready, key=lambda n: (self.drives[n].free_at, -n), default=d)
         drive = self.drives[d]
         start = max(at, drive.free_at, not_before or at)
-        reads_from = start if mounted else start + self.seconds(self.costs.mount_s)
-        done = reads_from + self.seconds(self.costs.pass_s(work.files, work.bytes))
-        drive.free_at = done + self.seconds(self.costs.unmount_s)
+        reads_from = start if mounted else start + timedelta(seconds=self.costs.mount_s)
+        done = reads_from + timedelta(seconds=self.costs.pass_s(work.files, work.bytes))
+        drive.free_at = done + timedelta(seconds=self.costs.unmount_s)
         self.flying[work.tape] = _Flying(d, work, reads_from, done)
         self.passes.append(ProjectedPass(work.tape, d, work.files, work.bytes, at, plan, reads_from, done))
 
@@ -163,14 +160,14 @@ class _Run:
         held = flying.work
         per_file = self.costs.locate_per_file_s(held.files + work.files) + self.costs.overhead_s
         reads_from = max(at, flying.done_at)
-        flying.done_at = reads_from + self.seconds(work.files * per_file + self.costs.read_s(work.bytes))
+        flying.done_at = reads_from + timedelta(seconds=work.files * per_file + self.costs.read_s(work.bytes))
         held.files += work.files
         held.bytes += work.bytes
         for group, (n, b) in work.groups.items():
             entry = held.groups.setdefault(group, [0, 0])
             entry[0] += n
             entry[1] += b
-        self.drives[flying.drive].free_at = flying.done_at + self.seconds(self.costs.unmount_s)
+        self.drives[flying.drive].free_at = flying.done_at + timedelta(seconds=self.costs.unmount_s)
         self.passes.append(
             ProjectedPass(
                 work.tape, flying.drive, work.files, work.bytes, at, plan, reads_from, flying.done_at, True
@@ -287,7 +284,7 @@ class _Run:
             one = work.bytes - each * (work.files - 1) if n == work.files - 1 else each
             before = self.flying.pop(work.tape, None)
             # a cartridge is in one drive at a time: its next mount waits for its pass and unmount
-            free = before.done_at + self.seconds(self.costs.unmount_s) if before is not None else None
+            free = before.done_at + timedelta(seconds=self.costs.unmount_s) if before is not None else None
             self.mount(_Work(work.tape, 1, one, {group: [1, one]}), t, number, not_before=free)
             if before is not None:  # several passes of one tape: the tape lands with the last, counting all
                 latest = self.flying[work.tape]
