@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -50,10 +51,24 @@ def simulate(
     ] = None,
     library: Annotated[Path | None, typer.Option("--library", help="TOML file changing the library.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the library's random faults.")] = 0,
-    cycle_interval: Annotated[float, typer.Option("--cycle-interval", help="Seconds between cycles.")] = 2.0,
+    cycle_interval: Annotated[
+        float | None,
+        typer.Option(
+            "--cycle-interval", min=0.001, help="Seconds between cycles (default 2, as the service)."
+        ),
+    ] = None,
+    service_settings: Annotated[
+        bool,
+        typer.Option(
+            "--service-settings",
+            help="Plan as the configured service plans (CAROUSEL_CONFIG, CAROUSEL_*): its cycle interval,"
+            " files per cycle, retries, recovery pace, liveness watch and fair-share window.",
+        ),
+    ] = False,
 ) -> None:
     """Replay a trace on the simulated library's virtual clock with the service's own planning code."""
-    from carousel.simulation.driver import ReplayConfig, replay  # noqa: PLC0415
+    from carousel.config import load_settings  # noqa: PLC0415
+    from carousel.simulation.driver import ReplayConfig, replay, with_service_settings  # noqa: PLC0415
     from carousel.simulation.library_setup import load_library_file  # noqa: PLC0415
     from carousel.simulation.outputs import compare_row, write_compare, write_outputs  # noqa: PLC0415
     from carousel.simulation.trace import write_trace  # noqa: PLC0415
@@ -67,6 +82,7 @@ def simulate(
     out.mkdir(parents=True, exist_ok=True)
     if workload is not None:
         write_trace(loaded, out / "trace.csv")
+    settings = load_settings() if service_settings else None  # a bad setting stops before any replay
     rows = []
     for name in policies:
         config = ReplayConfig(
@@ -77,8 +93,11 @@ def simulate(
             seed=seed,
             library=library_file,
             library_source=str(library) if library else "library",
-            cycle_interval_s=cycle_interval,
         )
+        if settings is not None:
+            config = with_service_settings(config, settings)
+        if cycle_interval is not None:  # given on the command line: it wins
+            config = replace(config, cycle_interval_s=cycle_interval)
         result = replay(loaded, config)
         summary = write_outputs(result, out / name if compare is not None else out)
         rows.append(compare_row(summary))

@@ -44,7 +44,14 @@ from carousel.domain.errors import ConfigError, InvalidInput
 from carousel.domain.states import FileState
 from carousel.policy_admin.model import PolicyChoice
 from carousel.policy_admin.validation import built_policy
-from carousel.simulation.driver import EPOCH, ReplayConfig, ReplayResult, replay, replay_library
+from carousel.simulation.driver import (
+    EPOCH,
+    ReplayConfig,
+    ReplayResult,
+    replay,
+    replay_library,
+    with_service_settings,
+)
 from carousel.simulation.library_setup import LibraryFile
 from carousel.simulation.trace import Trace, TraceRow, make_trace
 from hsm_adapters.simulated.adapter import parse_options
@@ -332,18 +339,17 @@ def _run(
 ) -> ReplayResult | None:
     if not trace.rows:
         return None
-    config = ReplayConfig(
-        profile=library.profile,
-        drives=library.drives,
-        policy=choice.policy,
-        policy_options=dict(choice.options),
-        library=library.setup,
-        library_source="the service's simulated library",
-        cycle_interval_s=settings.cycle_interval_s,
-        max_files_per_cycle=settings.max_files_per_cycle,
-        max_attempts=settings.max_attempts,
-        retry_backoff_s=settings.retry_backoff_s,
-        time_scale=time_scale,
+    config = with_service_settings(
+        ReplayConfig(
+            profile=library.profile,
+            drives=library.drives,
+            policy=choice.policy,
+            policy_options=dict(choice.options),
+            library=library.setup,
+            library_source="the service's simulated library",
+            time_scale=time_scale,
+        ),
+        settings,
     )
     try:
         replay_library(trace, config)

@@ -140,13 +140,7 @@ class Cycle:
         self.inflight = InFlightWatch(session_factory, adapter, clock, timeout_s=settings.inflight_timeout_s)
         # the recovery pace and the liveness watch, as the trace replay runs them too
         self.feed = FeedControl(
-            FeedSettings(
-                recovery_start_files=settings.recovery_start_files,
-                recovery_ramp_s=settings.recovery_ramp_s,
-                liveness_factor=settings.liveness_factor,
-                liveness_floor_s=settings.liveness_floor_s,
-                liveness_probe_files=settings.liveness_probe_files,
-            ),
+            FeedSettings.of(settings),
             max_files_per_cycle=settings.max_files_per_cycle,
             costs=self.path.costs,
         )

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from carousel.config import Settings
 from carousel.domain.planning import LibraryCosts, Plan
 from carousel.scheduler.liveness import LivenessRule, LivenessWatch, stalled_reason
 from carousel.scheduler.pace import RecoveryPace
@@ -30,6 +31,17 @@ class FeedSettings:
     liveness_factor: float = 3.0
     liveness_floor_s: float = 900.0
     liveness_probe_files: int = 5
+
+    @classmethod
+    def of(cls, settings: Settings) -> FeedSettings:
+        """The service's own: the cycle and every replay of the service's work read them here."""
+        return cls(
+            recovery_start_files=settings.recovery_start_files,
+            recovery_ramp_s=settings.recovery_ramp_s,
+            liveness_factor=settings.liveness_factor,
+            liveness_floor_s=settings.liveness_floor_s,
+            liveness_probe_files=settings.liveness_probe_files,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from carousel.config import Settings
 from carousel.domain.clock import ManualClock
 from carousel.domain.errors import ConfigError
 from carousel.scheduler.feed import FeedControl, FeedSettings
@@ -70,6 +71,20 @@ class ReplayConfig:
     # a library back from an outage, or moving again after a stall, gets its backlog as the service gives it
     feed: FeedSettings = field(default_factory=FeedSettings)
     fair_share_window_s: float = 86_400.0  # the service's fair_share_window_s
+
+
+def with_service_settings(config: ReplayConfig, settings: Settings) -> ReplayConfig:
+    """`config` planning as the service configured by `settings` plans: its cycle interval, files per
+    cycle, retries, recovery pace, liveness watch and fair-share window (the policy stays `config`'s)."""
+    return replace(
+        config,
+        cycle_interval_s=settings.cycle_interval_s,
+        max_files_per_cycle=settings.max_files_per_cycle,
+        max_attempts=settings.max_attempts,
+        retry_backoff_s=settings.retry_backoff_s,
+        feed=FeedSettings.of(settings),
+        fair_share_window_s=settings.fair_share_window_s,
+    )
 
 
 @dataclass(slots=True)

@@ -138,6 +138,13 @@ def summarise(result: ReplayResult, bound: PhysicalBound | None = None) -> dict[
         "drives": result.config.drives,
         "seed": result.config.seed,
         "cycle_interval_s": result.config.cycle_interval_s,
+        "scheduling": {  # the service settings the replay planned with
+            "max_files_per_cycle": result.config.max_files_per_cycle,
+            "max_attempts": result.config.max_attempts,
+            "retry_backoff_s": result.config.retry_backoff_s,
+            "fair_share_window_s": result.config.fair_share_window_s,
+            **asdict(result.config.feed),
+        },
         "library": result.setup.describe(),
         "makespan_s": round(makespan, 3),
         "files": len(files_read),

@@ -303,8 +303,8 @@ def test_cancel_drops_a_queued_batch_before_it_runs(library, clock, adapters):
 
 
 def test_cancel_asks_the_cancel_program_about_a_running_batch(library, clock, adapters):
-    # Each file takes 1 s: run/2 starts 2 s after run/0, time enough for the cancel program (a Python start, slow
-    # on a loaded machine) to claim it.
+    # Each file takes 1 s: run/2 starts 2 s after run/0, time enough for the cancel program (a Python start,
+    # slow on a loaded machine) to claim it.
     adapter = build(adapters, library, clock, stage_args=["--file-delay-s", "1"])
     batch = library.batch("run")
     adapter.submit(batch)

@@ -1,0 +1,132 @@
+"""A replay plans as the configured service plans when asked: `carousel simulate --service-settings`, and the
+admins' history replay always (carousel.policy_admin.history_replay)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from carousel.cli import app
+from carousel.config import Settings
+from carousel.scheduler.feed import FeedSettings
+from carousel.simulation.driver import ReplayConfig, replay, with_service_settings
+from carousel.simulation.workloads import star_batch
+
+SERVICE = {
+    "CAROUSEL_CYCLE_INTERVAL_S": "5",
+    "CAROUSEL_MAX_FILES_PER_CYCLE": "7",
+    "CAROUSEL_MAX_ATTEMPTS": "4",
+    "CAROUSEL_RETRY_BACKOFF_S": "120",
+    "CAROUSEL_RECOVERY_START_FILES": "3",
+    "CAROUSEL_RECOVERY_RAMP_S": "90",
+    "CAROUSEL_LIVENESS_FACTOR": "2",
+    "CAROUSEL_LIVENESS_FLOOR_S": "1200",
+    "CAROUSEL_LIVENESS_PROBE_FILES": "1",
+    "CAROUSEL_FAIR_SHARE_WINDOW_S": "3600",
+}
+EXPECTED_SCHEDULING = {
+    "max_files_per_cycle": 7,
+    "max_attempts": 4,
+    "retry_backoff_s": 120.0,
+    "fair_share_window_s": 3600.0,
+    "recovery_start_files": 3,
+    "recovery_ramp_s": 90.0,
+    "liveness_factor": 2.0,
+    "liveness_floor_s": 1200.0,
+    "liveness_probe_files": 1,
+}
+
+
+def service_settings() -> Settings:
+    return Settings(
+        cycle_interval_s=5,
+        max_files_per_cycle=7,
+        max_attempts=4,
+        retry_backoff_s=120,
+        recovery_start_files=3,
+        recovery_ramp_s=90,
+        liveness_factor=2,
+        liveness_floor_s=1200,
+        liveness_probe_files=1,
+        fair_share_window_s=3600,
+    )
+
+
+def test_every_planning_setting_of_the_service_reaches_the_replay() -> None:
+    config = with_service_settings(ReplayConfig(profile="lto8", drives=2, policy="fifo"), service_settings())
+    assert config.cycle_interval_s == 5
+    scheduling = {
+        "max_files_per_cycle": config.max_files_per_cycle,
+        "max_attempts": config.max_attempts,
+        "retry_backoff_s": config.retry_backoff_s,
+        "fair_share_window_s": config.fair_share_window_s,
+        **asdict(config.feed),
+    }
+    assert scheduling == EXPECTED_SCHEDULING
+    assert (config.profile, config.drives, config.policy) == ("lto8", 2, "fifo"), "the run's own choices stay"
+
+
+def test_the_feed_settings_name_every_field_of_the_settings() -> None:
+    assert set(asdict(FeedSettings())) <= set(Settings.model_fields)
+    assert FeedSettings.of(Settings()) == FeedSettings(), "the same defaults in both places"
+
+
+def test_the_service_budget_per_cycle_holds_in_the_replay() -> None:
+    trace = star_batch(scale=0.004)  # 200 files over 8 cartridges
+    config = with_service_settings(
+        ReplayConfig(profile="t9940b", drives=3, policy="carousel"), service_settings()
+    )
+    result = replay(trace, config)
+    handed = [files for _, files in result.handovers]
+    assert max(handed) == 7 and sum(handed) == trace.paths  # all read, never more than 7 a pass
+    assert all(t % 5 == 0 for t, _ in result.handovers), "passes every 5 s"
+
+
+def simulate(out: Path, *extra: str, env: dict[str, str] | None = None) -> dict[str, object]:
+    arguments = ["simulate", "--workload", "star_batch", "--scale", "0.002", "--policy", "fifo", *extra]
+    result = CliRunner().invoke(app, [*arguments, "--out", str(out)], env=env)
+    assert result.exit_code == 0, result.output
+    summary: dict[str, object] = json.loads((out / "summary.json").read_text())
+    return summary
+
+
+def test_the_command_line_plans_with_the_service_settings_only_when_asked(tmp_path: Path) -> None:
+    asked = simulate(tmp_path / "asked", "--service-settings", env=SERVICE)
+    assert asked["cycle_interval_s"] == 5.0
+    assert asked["scheduling"] == EXPECTED_SCHEDULING
+
+    explicit = simulate(tmp_path / "explicit", "--service-settings", "--cycle-interval", "1", env=SERVICE)
+    assert explicit["cycle_interval_s"] == 1.0, "the command line wins"
+
+    default = simulate(tmp_path / "default", env=SERVICE)
+    assert default["cycle_interval_s"] == 2.0
+    assert default["scheduling"] == {
+        "max_files_per_cycle": 10_000,
+        "max_attempts": 3,
+        "retry_backoff_s": 600.0,
+        "fair_share_window_s": 86_400.0,
+        **asdict(FeedSettings()),
+    }
+
+
+def test_a_bad_service_setting_is_one_line_naming_it(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        [
+            "simulate",
+            "--workload",
+            "star_batch",
+            "--scale",
+            "0.002",
+            "--service-settings",
+            "--out",
+            str(tmp_path),
+        ],
+        env={"CAROUSEL_MAX_FILES_PER_CYCLE": "0"},
+    )
+    assert result.exit_code == 2
+    assert "setting max_files_per_cycle" in result.output
+    assert not (tmp_path / "summary.json").exists()
