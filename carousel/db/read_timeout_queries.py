@@ -6,25 +6,16 @@ and only those started before `started_before` come back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from carousel.db.models import QueuedFileRow
+from carousel.domain.queue import Reading
 from carousel.domain.states import FileState
 
 F = QueuedFileRow
-
-
-@dataclass(frozen=True, slots=True)
-class Reading:
-    id: int
-    tape: str | None
-    size_bytes: int
-    batch_key: str
-    started_at: datetime
 
 
 def reads_started_before(session: Session, started_before: datetime, limit: int) -> list[Reading]:

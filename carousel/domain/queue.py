@@ -1,6 +1,6 @@
 """What the scheduler's planning path exchanges with a queue store, whichever it is (database rows in the
 service, memory in the replay): the demand a snapshot is made of, the files a claim took, the batches the
-library accepted."""
+library accepted, the reads the read timeouts look at."""
 
 from __future__ import annotations
 
@@ -40,6 +40,17 @@ class HandedOver:
     batch_key: str
     tape: str
     file_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """A file the library has started reading (FILE_STARTED applied) and not finished."""
+
+    id: int
+    tape: str | None
+    size_bytes: int
+    batch_key: str
+    started_at: datetime
 
 
 def split_mount_time(mounts: Iterable[tuple[float, Mapping[str, int]]]) -> tuple[GroupUsage, ...]:

@@ -43,7 +43,7 @@ from carousel.scheduler.feed import FeedControl, FeedSettings
 from carousel.scheduler.inflight import InFlightWatch
 from carousel.scheduler.planning_path import PlanningPath, published_costs
 from carousel.scheduler.queue_store import DatabaseQueueStore
-from carousel.scheduler.read_timeouts import ReadTimeouts
+from carousel.scheduler.read_timeouts import ReadTimeouts, database_queue
 from carousel.scheduler.resilient_store import ResilientStore
 from hsm_adapters.base import (
     Capacity,
@@ -145,13 +145,12 @@ class Cycle:
             costs=self.path.costs,
         )
         self.read_timeouts = ReadTimeouts(
-            session_factory,
+            *database_queue(session_factory, self.event_stream, self.retry),
             adapter,
             clock,
             costs=self.path.costs,
             factor=settings.read_timeout_factor,
             margin_s=settings.read_timeout_margin_s,
-            event_stream=self.event_stream,
         )
         self._term = 0
         # events taken from the adapter but not yet committed: the adapter delivers each once
@@ -263,7 +262,7 @@ class Cycle:
         return bool(done.files)
 
     def _time_out_reads(self, report: CycleReport) -> None:
-        done = self.read_timeouts.run(self.retry)
+        done = self.read_timeouts.run()
         report.read_timeouts = done.failed
         for error in done.errors:
             self._note(report, "read timeouts", RuntimeError(error))

@@ -10,7 +10,8 @@ it with the reason. Where the HSM answers that the read goes on, the file stays 
 a new batch key must wait until the HSM let the old one go: carousel.scheduler.inflight) and is asked about
 again at the next check.
 
-Checked at most every `margin_s / 10`. Without cost figures (a back-end that publishes none) there is no
+Checked at most once in every slot of `margin_s / 10` seconds (on the epoch's grid). Without cost figures (a
+back-end that publishes none) there is no
 read time to measure against, and reads are not timed out.
 """
 
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -26,9 +29,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.completion.apply import RetryRule, apply_events
 from carousel.db.engine import run_transaction
-from carousel.db.read_timeout_queries import Reading, reads_started_before
+from carousel.db.read_timeout_queries import reads_started_before
 from carousel.domain.clock import Clock
 from carousel.domain.planning import LibraryCosts
+from carousel.domain.queue import Reading
 from hsm_adapters.base import Event, EventKind, HsmAdapter
 
 log = structlog.get_logger(__name__)
@@ -52,47 +56,69 @@ def timed_out_reason(elapsed_s: float, limit_s: float) -> str:
     return f"read timed out after {elapsed_s:.0f} s (its limit was {limit_s:.0f} s)"
 
 
+ReadsStartedBefore = Callable[[datetime, int], list[Reading]]  # (started before, at most) -> oldest first
+FailAttempts = Callable[[list[Event]], int]  # applies FILE_FAILED events; how many attempts they ended
+
+
 class ReadTimeouts:
+    """The check, over any queue: the service's database (`database_queue`) or the replay's memory store."""
+
     def __init__(
         self,
-        session_factory: sessionmaker[Session],
+        reads_started_before: ReadsStartedBefore,
+        fail_attempts: FailAttempts,
         adapter: HsmAdapter,
         clock: Clock,
         *,
         costs: LibraryCosts | None,
         factor: float,
         margin_s: float,
-        event_stream: str,
     ) -> None:
         if factor < 1 or margin_s <= 0:
             raise ValueError(f"bad read timeout: factor={factor} (>= 1), margin_s={margin_s} (> 0)")
-        self.session_factory = session_factory
+        self.reads_started_before = reads_started_before
+        self.fail_attempts = fail_attempts
         self.adapter = adapter
         self.clock = clock
         self.costs = costs
         self.factor = factor
         self.margin = timedelta(seconds=margin_s)
-        self.check_every = self.margin / 10
-        self.stream = event_stream + STREAM_SUFFIX
+        self.check_every_s = margin_s / 10
         self._seq = itertools.count(1)
-        self._next_check: datetime | None = None
+        self._checked_slot: int | None = None
 
-    def run(self, retry: RetryRule) -> TimedOut:
+    def limit_s(self, size_bytes: int) -> float | None:
+        """How long a read of this size may take (None: the back-end publishes no costs to judge by)."""
+        if self.costs is None:
+            return None
+        return read_limit_s(size_bytes, self.costs, self.factor, self.margin.total_seconds())
+
+    def slot(self, at: datetime) -> int:
+        """Checks run at most once per slot of check_every_s (on the epoch's grid, so a replay that skips
+        quiet ticks checks in the same slots as the service)."""
+        return math.floor(at.timestamp() / self.check_every_s)
+
+    def deadline(self, reading: list[Reading]) -> datetime | None:
+        """After this instant one of these reads is overdue (None: none can be judged)."""
+        deadlines = [
+            read.started_at + timedelta(seconds=limit)
+            for read in reading
+            if (limit := self.limit_s(read.size_bytes)) is not None
+        ]
+        return min(deadlines, default=None)
+
+    def run(self) -> TimedOut:
         """Cancel overdue reads and fail their attempts. Call only while the library is online."""
         result = TimedOut()
-        costs = self.costs
         now = self.clock.now()
-        if costs is None or (self._next_check is not None and now < self._next_check):
+        slot = self.slot(now)
+        if self.costs is None or (self._checked_slot is not None and slot <= self._checked_slot):
             return result
-        self._next_check = now + self.check_every
-        reading = run_transaction(
-            self.session_factory,
-            functools.partial(reads_started_before, started_before=now - self.margin, limit=CHECKED_PER_RUN),
-        )
+        self._checked_slot = slot
         overdue: list[tuple[Reading, float, float]] = []
-        for read in reading:
+        for read in self.reads_started_before(now - self.margin, CHECKED_PER_RUN):
             elapsed = (now - read.started_at).total_seconds()
-            limit = read_limit_s(read.size_bytes, costs, self.factor, self.margin.total_seconds())
+            limit = read_limit_s(read.size_bytes, self.costs, self.factor, self.margin.total_seconds())
             if elapsed > limit:
                 overdue.append((read, elapsed, limit))
         if not overdue:
@@ -119,10 +145,7 @@ class ReadTimeouts:
             if read.id in let_go
         ]
         if events:
-            applied = run_transaction(
-                self.session_factory, lambda session: apply_events(session, self.stream, events, retry)
-            )
-            result.failed = applied.retried + applied.failed
+            result.failed = self.fail_attempts(events)
         log.warning(
             "reads timed out",
             cancelled=len(events),
@@ -130,3 +153,25 @@ class ReadTimeouts:
             reasons=[e.reason for e in events[:3]],
         )
         return result
+
+
+def database_queue(
+    session_factory: sessionmaker[Session], event_stream: str, retry: RetryRule
+) -> tuple[ReadsStartedBefore, FailAttempts]:
+    """The service's side of the check: reads from the queue's rows, failures applied by completion under an
+    event stream of their own (`event_stream` + ":rt"), each in a transaction."""
+    stream = event_stream + STREAM_SUFFIX
+
+    def reads(started_before: datetime, limit: int) -> list[Reading]:
+        return run_transaction(
+            session_factory,
+            functools.partial(reads_started_before, started_before=started_before, limit=limit),
+        )
+
+    def fail(events: list[Event]) -> int:
+        applied = run_transaction(
+            session_factory, lambda session: apply_events(session, stream, events, retry)
+        )
+        return applied.retried + applied.failed
+
+    return reads, fail

@@ -32,6 +32,7 @@ from carousel.domain.clock import ManualClock
 from carousel.domain.errors import ConfigError
 from carousel.scheduler.feed import FeedControl, FeedSettings
 from carousel.scheduler.planning_path import Dispatch, PlanningPath
+from carousel.scheduler.read_timeouts import ReadTimeouts
 from carousel.simulation.library_setup import LibraryFile, LibrarySetup, apply_library_file, default_setup
 from carousel.simulation.memory_store import MemoryQueueStore, Retry
 from carousel.simulation.trace import Trace
@@ -47,6 +48,7 @@ from policies.registry import build_policy
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # trace second 0
 MAX_VIRTUAL_S = 10 * 365 * 86_400.0  # a replay that has not ended after ten virtual years is stuck
+_INSTANT = timedelta(microseconds=1)  # reads started up to now, the clock's own instant included
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +73,16 @@ class ReplayConfig:
     # a library back from an outage, or moving again after a stall, gets its backlog as the service gives it
     feed: FeedSettings = field(default_factory=FeedSettings)
     fair_share_window_s: float = 86_400.0  # the service's fair_share_window_s
+    # the service's read timeouts (carousel.scheduler.read_timeouts): a read that hangs is cancelled and its
+    # attempt fails after factor x its read time + margin, as in the service
+    read_timeout_factor: float = 3.0
+    read_timeout_margin_s: float = 600.0
 
 
 def with_service_settings(config: ReplayConfig, settings: Settings) -> ReplayConfig:
     """`config` planning as the service configured by `settings` plans: its cycle interval, files per
-    cycle, retries, recovery pace, liveness watch and fair-share window (the policy stays `config`'s)."""
+    cycle, retries, recovery pace, liveness watch, fair-share window and read timeouts (the policy stays
+    `config`'s)."""
     return replace(
         config,
         cycle_interval_s=settings.cycle_interval_s,
@@ -84,6 +91,8 @@ def with_service_settings(config: ReplayConfig, settings: Settings) -> ReplayCon
         retry_backoff_s=settings.retry_backoff_s,
         feed=FeedSettings.of(settings),
         fair_share_window_s=settings.fair_share_window_s,
+        read_timeout_factor=settings.read_timeout_factor,
+        read_timeout_margin_s=settings.read_timeout_margin_s,
     )
 
 
@@ -170,6 +179,15 @@ def replay(
         new_key=lambda: f"c{next(counter)}",
     )
     feed = FeedControl(config.feed, max_files_per_cycle=config.max_files_per_cycle, costs=path.costs)
+    read_timeouts = ReadTimeouts(
+        store.reads_started_before,
+        store.fail_attempts,
+        adapter,
+        clock,
+        costs=path.costs,
+        factor=config.read_timeout_factor,
+        margin_s=config.read_timeout_margin_s,
+    )
 
     rows = trace.rows
     interval = config.cycle_interval_s
@@ -202,6 +220,8 @@ def replay(
         if arrived == len(rows) and store.active == 0:
             break
         health = adapter.health()
+        if health is not Health.OFFLINE and _checks_timeouts(read_timeouts, tick, interval):
+            read_timeouts.run()  # as the cycle: reads that hang are cancelled and their attempts fail
         budget = feed.budget(health, clock.now())  # the service's pace after an outage or a stall
         path.max_files_per_cycle = max(budget.files, 1)
         dispatch = path.run(adapter.capacity(), health is not Health.OFFLINE, submit=budget.files > 0)
@@ -219,6 +239,7 @@ def replay(
             _seconds(dispatch.plan.wake_at),
             _seconds(store.next_due()),
             _seconds(feed.next_probe_at()),
+            _timeout_check_after(read_timeouts, store, clock.now(), interval),
         ]
         soonest = min((t for t in upcoming if t is not None), default=None)
         if soonest is None or soonest > MAX_VIRTUAL_S:
@@ -249,6 +270,26 @@ def replay(
 
 def _clock_seconds(library_s: float | None, time_scale: float) -> float | None:
     return None if library_s is None else library_s / time_scale
+
+
+def _checks_timeouts(read_timeouts: ReadTimeouts, tick: int, interval: float) -> bool:
+    """The service's cycle checks for hung reads at its first cycle in each slot (it runs every tick): the
+    replay checks at the same ticks only, whichever others it runs."""
+    at = EPOCH + timedelta(seconds=tick * interval)
+    return tick == 0 or read_timeouts.slot(at) != read_timeouts.slot(at - timedelta(seconds=interval))
+
+
+def _timeout_check_after(
+    read_timeouts: ReadTimeouts, store: MemoryQueueStore, now: datetime, interval: float
+) -> float | None:
+    """The first tick (in seconds) at which the service's check would find a read in flight overdue."""
+    deadline = read_timeouts.deadline(store.reads_started_before(now + _INSTANT, len(store.files)))
+    if deadline is None:
+        return None
+    tick = math.floor((deadline - EPOCH).total_seconds() / interval) + 1  # the first tick after it
+    while not _checks_timeouts(read_timeouts, tick, interval):
+        tick += 1  # at most a slot's worth of ticks
+    return tick * interval
 
 
 def _seconds(when: datetime | None) -> float | None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from carousel.domain.planning import GroupDemand, GroupUsage, ReadOrder, Selection, TapeDemand, TapeInFlight
-from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand, split_mount_time
+from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand, Reading, split_mount_time
 from carousel.domain.states import FileState
 from carousel.scheduler.queue_store import Claim
 from hsm_adapters.base import Event, EventKind
@@ -118,6 +118,7 @@ class MemoryQueueStore:
         self._tapes_view: tuple[TapeDemand, ...] | None = ()  # None when it must be rebuilt
         self._in_flight = 0
         self._active = 0
+        self._reading: dict[int, _File] = {}  # files whose read started and has not ended, by id
 
     # --- intake -------------------------------------------------------------------------------------------
 
@@ -249,7 +250,7 @@ class MemoryQueueStore:
         if event.file_key is None or not event.file_key.isdigit():
             return
         file = self.files[int(event.file_key) - 1]
-        current = file.state in IN_FLIGHT and (event.batch_key is None or event.batch_key == file.batch_key)
+        current = self._current(file, event)
         if event.kind is EventKind.FILE_STARTED:
             if current:
                 self._started(file, event)
@@ -274,8 +275,14 @@ class MemoryQueueStore:
         else:  # cancelled by the library while its requesters still wait (the replay cancels nothing)
             self._requeue(file, file.attempts, None)
 
+    @staticmethod
+    def _current(file: _File, event: Event) -> bool:
+        """The event is about the file's present attempt (not one it has moved on from)."""
+        return file.state in IN_FLIGHT and (event.batch_key is None or event.batch_key == file.batch_key)
+
     def _started(self, file: _File, event: Event) -> None:
         file.started_at = event.at
+        self._reading[file.id] = file
         file.drive = event.drive
         mount = self._open_mounts.get((event.tape or "", event.drive))
         if mount is None:
@@ -287,6 +294,7 @@ class MemoryQueueStore:
 
     def _finish(self, file: _File, state: FileState, at: datetime) -> None:
         self._flight(file, -1)
+        self._reading.pop(file.id, None)
         file.state = state
         self._active -= 1
         for row in file.waiters:
@@ -297,12 +305,40 @@ class MemoryQueueStore:
 
     def _requeue(self, file: _File, attempts: int, not_before: datetime | None) -> None:
         self._flight(file, -1)
+        self._reading.pop(file.id, None)
         file.state = FileState.QUEUED
         file.attempts = attempts
         file.batch_key = None
         file.not_before = not_before
         file.started_at = file.mount = file.drive = None
         self._enqueue(file)
+
+    # --- read timeouts (carousel.scheduler.read_timeouts) ---------------------------------------------------
+
+    def reads_started_before(self, started_before: datetime, limit: int) -> list[Reading]:
+        """Reads started before `started_before` and not ended, oldest first, as the database answers."""
+        started = sorted(
+            (
+                (file.started_at, file.id, file)
+                for file in self._reading.values()
+                if file.started_at is not None and file.started_at < started_before and file.batch_key
+            ),
+            key=lambda entry: entry[:2],
+        )
+        return [
+            Reading(file.id, file.tape, file.size, file.batch_key or "", started_at)
+            for started_at, _, file in started[:limit]
+        ]
+
+    def fail_attempts(self, events: list[Event]) -> int:
+        """Applies the read timeouts' FILE_FAILED events; how many attempts they ended."""
+        ended = sum(
+            1
+            for event in events
+            if event.file_key and self._current(self.files[int(event.file_key) - 1], event)
+        )
+        self.apply(events)
+        return ended
 
     # --- queue bookkeeping --------------------------------------------------------------------------------
 

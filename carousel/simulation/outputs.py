@@ -143,6 +143,8 @@ def summarise(result: ReplayResult, bound: PhysicalBound | None = None) -> dict[
             "max_attempts": result.config.max_attempts,
             "retry_backoff_s": result.config.retry_backoff_s,
             "fair_share_window_s": result.config.fair_share_window_s,
+            "read_timeout_factor": result.config.read_timeout_factor,
+            "read_timeout_margin_s": result.config.read_timeout_margin_s,
             **asdict(result.config.feed),
         },
         "library": result.setup.describe(),

@@ -158,3 +158,17 @@ def test_an_outage_stops_submission_until_the_library_is_back(tmp_path):
     assert summary["files"] == small_trace().paths  # nothing was lost to the outage
     mounted = [float(m["mounted_s"]) for m in read_csv(tmp_path / "mounts.csv")]
     assert not [t for t in mounted if 60.0 + 60.0 < t < 3000.0]  # no mount starts in the outage
+
+
+def test_a_read_that_always_hangs_times_out_until_the_file_fails(tmp_path):
+    hung = small_trace().rows[0].path
+    summary = run(
+        "carousel",
+        tmp_path,
+        library=LibraryFile(faults={"hung_reads": [{"path": hung}]}),  # every read of it hangs
+        max_attempts=2,
+    )
+    files = {f["path"]: f for f in read_csv(tmp_path / "files.csv")}
+    assert files[hung]["state"] == "FAILED"
+    assert {f["state"] for path, f in files.items() if path != hung} == {"STAGED"}
+    assert summary["failed"] == 1 and summary["scheduling"]["read_timeout_margin_s"] == 600.0

@@ -26,12 +26,16 @@ SERVICE = {
     "CAROUSEL_LIVENESS_FLOOR_S": "1200",
     "CAROUSEL_LIVENESS_PROBE_FILES": "1",
     "CAROUSEL_FAIR_SHARE_WINDOW_S": "3600",
+    "CAROUSEL_READ_TIMEOUT_FACTOR": "2",
+    "CAROUSEL_READ_TIMEOUT_MARGIN_S": "300",
 }
 EXPECTED_SCHEDULING = {
     "max_files_per_cycle": 7,
     "max_attempts": 4,
     "retry_backoff_s": 120.0,
     "fair_share_window_s": 3600.0,
+    "read_timeout_factor": 2.0,
+    "read_timeout_margin_s": 300.0,
     "recovery_start_files": 3,
     "recovery_ramp_s": 90.0,
     "liveness_factor": 2.0,
@@ -52,6 +56,8 @@ def service_settings() -> Settings:
         liveness_floor_s=1200,
         liveness_probe_files=1,
         fair_share_window_s=3600,
+        read_timeout_factor=2,
+        read_timeout_margin_s=300,
     )
 
 
@@ -63,6 +69,8 @@ def test_every_planning_setting_of_the_service_reaches_the_replay() -> None:
         "max_attempts": config.max_attempts,
         "retry_backoff_s": config.retry_backoff_s,
         "fair_share_window_s": config.fair_share_window_s,
+        "read_timeout_factor": config.read_timeout_factor,
+        "read_timeout_margin_s": config.read_timeout_margin_s,
         **asdict(config.feed),
     }
     assert scheduling == EXPECTED_SCHEDULING
@@ -108,6 +116,8 @@ def test_the_command_line_plans_with_the_service_settings_only_when_asked(tmp_pa
         "max_attempts": 3,
         "retry_backoff_s": 600.0,
         "fair_share_window_s": 86_400.0,
+        "read_timeout_factor": 3.0,
+        "read_timeout_margin_s": 600.0,
         **asdict(FeedSettings()),
     }
 

@@ -5,6 +5,7 @@ on PostgreSQL and on SQLite, for every built-in policy."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -15,6 +16,7 @@ from carousel.db.models import Mount, QueuedFileRow, Recall
 from carousel.domain.clock import ManualClock
 from carousel.scheduler.cycle import Cycle
 from carousel.simulation.driver import EPOCH, ReplayConfig, replay, replay_library
+from carousel.simulation.library_setup import LibraryFile
 from carousel.simulation.memory_store import MemoryQueueStore
 from carousel.simulation.trace import Trace, TraceRow, make_trace
 from hsm_adapters.simulated.costs import library_costs
@@ -129,3 +131,36 @@ def test_the_service_and_the_replay_make_the_same_mounts_and_reads(session_facto
     assert mounts == replay_mounts(replayed.store)
     assert len({m[0] for m in mounts}) == 4
     assert replayed.cycles < replayed.ticks  # the replay skipped idle ticks, the service ran them all
+
+
+HUNG = "/data/L1/00"  # its first read starts and never ends
+
+
+def live_failures(factory: sessionmaker[Session]) -> list[tuple]:
+    with factory() as session:
+        found = session.execute(
+            select(QueuedFileRow.path, Recall.started_at, Recall.finished_at)
+            .join(Recall, Recall.file_id == QueuedFileRow.id)
+            .where(Recall.outcome == "FAILED")
+        ).all()
+    return sorted(tuple(r) for r in found)
+
+
+def test_a_read_that_hangs_is_timed_out_alike(session_factory):
+    hung = replace(
+        config("carousel"),
+        library=LibraryFile(faults={"hung_reads": [{"path": HUNG, "reads": 1}]}),
+    )
+    trace = small_trace()
+    replayed = replay(trace, hung)
+    run_live(session_factory, trace, hung)
+
+    [(path, started_at, failed_at)] = live_failures(session_factory)
+    limit_s = 3 * library_costs(replay_library(trace, hung).physics).read_s(GB) + 600  # the default rule
+    assert path == HUNG and limit_s < (failed_at - started_at).total_seconds() <= limit_s + 60 + INTERVAL_S
+    reads = live_reads(session_factory)
+    assert len(reads) == len(trace.rows), "the hung file is read again, on a later mount, and staged"
+    assert reads == replay_reads(trace, replayed.store)
+    assert live_mounts(session_factory) == replay_mounts(replayed.store)
+    [again] = [read for read in reads if read[0] == HUNG]
+    assert again[1] >= failed_at + timedelta(seconds=hung.retry_backoff_s)  # after the back-off
