@@ -87,7 +87,8 @@ def _cycle(parts: Parts) -> tuple[Cycle, CycleRunner]:
     pruner = AppliedEventsPruner(
         parts.session_factory, parts.clock, parts.settings.applied_events_retention_s
     )
-    pruning = SideJob("carousel-prune-applied-events", pruner.run_once, PRUNE_INTERVAL_S)
+    # at start too: a process restarted more often than hourly would otherwise never prune
+    pruning = SideJob("carousel-prune-applied-events", pruner.run_once, PRUNE_INTERVAL_S, run_at_start=True)
     runner = CycleRunner(
         observed(cycle.run_once, parts.metrics),
         parts.settings.cycle_interval_s,

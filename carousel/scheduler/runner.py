@@ -28,6 +28,7 @@ class SideJob:
     run_once: Callable[[], object]
     interval_s: float
     close: Callable[[], None] | None = None  # called once the runner has stopped
+    run_at_start: bool = False  # first run when the runner starts, not one interval later
 
 
 class CycleRunner:
@@ -63,6 +64,7 @@ class CycleRunner:
             next_run_time=datetime.now(UTC),  # the first cycle at once, not one interval later
         )
         for job in self.side_jobs:
+            first: dict[str, datetime] = {"next_run_time": datetime.now(UTC)} if job.run_at_start else {}
             scheduler.add_job(
                 _logged(job),
                 "interval",
@@ -71,6 +73,7 @@ class CycleRunner:
                 max_instances=1,
                 coalesce=True,
                 misfire_grace_time=None,
+                **first,
             )
         scheduler.start()
         self._scheduler = scheduler

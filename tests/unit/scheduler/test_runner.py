@@ -117,3 +117,18 @@ def test_a_side_job_runs_while_a_cycle_is_stuck_and_survives_its_own_failure():
 def test_side_job_interval_must_be_positive():
     with pytest.raises(ValueError, match="side: interval_s"):
         CycleRunner(lambda: None, interval_s=1, side_jobs=[SideJob("side", lambda: None, interval_s=0)])
+
+
+def test_a_side_job_may_run_at_start_rather_than_one_interval_later():
+    ran = {"at start": threading.Event(), "later": threading.Event()}
+    jobs = [
+        SideJob("at-start", ran["at start"].set, interval_s=3600, run_at_start=True),
+        SideJob("later", ran["later"].set, interval_s=3600),
+    ]
+    runner = CycleRunner(lambda: None, interval_s=60, side_jobs=jobs)
+    runner.start()
+    try:
+        assert ran["at start"].wait(WAIT_S)
+        assert not ran["later"].is_set()  # its first run is an hour away
+    finally:
+        runner.stop()
