@@ -1,5 +1,5 @@
 """Two `carousel scheduler` processes on one PostgreSQL database: one leads and keeps leading; when it is
-killed (SIGKILL) the other takes over within two cycle intervals and finishes the work the dead one had
+killed (SIGKILL) the other takes over at its next cycle and finishes the work the dead one had
 handed to its library (a library that died with it), each file read once."""
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ LIBRARY: dict[str, Any] = {
     "catalogue": {"generate": {"seed": 31, "cartridges": 4, "files_per_cartridge": 10}},
 }
 WAIT_S = 60.0
+SKIPPED = "cycle skipped: another instance holds the leader lock"  # the standby's debug log, every cycle
 
 
 def settings(url: str, read_log: Path, scale: float) -> dict[str, str]:
@@ -50,7 +51,7 @@ def settings(url: str, read_log: Path, scale: float) -> dict[str, str]:
     }
 
 
-def test_a_standby_takes_over_within_two_intervals_when_the_leader_is_killed(
+def test_a_standby_takes_over_at_its_next_cycle_when_the_leader_is_killed(
     postgres_databases, postgres_template, tmp_path
 ):
     url = postgres_databases.create(template=postgres_template)
@@ -80,11 +81,10 @@ def test_a_standby_takes_over_within_two_intervals_when_the_leader_is_killed(
     try:
         leader.wait_for(LEADS)
         wait("the leader handing every file to its library", lambda: count("SUBMITTED") == FILES)
-        standby = scheduler(
-            environment(settings(plain_url, read_log, scale=2000.0)), tmp_path / "standby.log"
-        )
-        started = standby.wait_for(BANNER)
-        wait("two of the standby's cycles", lambda: time.monotonic() > started + 2 * INTERVAL_S)
+        standby_settings = {**settings(plain_url, read_log, scale=2000.0), "CAROUSEL_LOG_LEVEL": "DEBUG"}
+        standby = scheduler(environment(standby_settings), tmp_path / "standby.log")
+        standby.wait_for(BANNER)
+        wait("two of the standby's cycles", lambda: len(standby.events(SKIPPED)) >= 2)
         assert not standby.events(LEADS)
         with engine.connect() as connection:
             holders = connection.execute(
@@ -98,12 +98,14 @@ def test_a_standby_takes_over_within_two_intervals_when_the_leader_is_killed(
         assert holders == 1
 
         killed_at = leader.kill()
-        took_over_at = standby.wait_for(LEADS, timeout_s=10 * INTERVAL_S)
-        took_over_s = took_over_at - killed_at
+        took_over_at = standby.wait_for(LEADS, timeout_s=WAIT_S)
+        skipped_after = [at for at, _ in standby.events(SKIPPED) if at > killed_at]
         print(
-            f"standby took over {took_over_s:.2f} s after the leader was killed (interval {INTERVAL_S:g} s)"
+            f"standby took over {took_over_at - killed_at:.2f} s after the leader was killed (interval"
+            f" {INTERVAL_S:g} s), {len(skipped_after)} of its cycles skipped since"
         )
-        assert took_over_s <= 2 * INTERVAL_S
+        # counted in the standby's own cycles, not in seconds: a loaded machine stretches both alike
+        assert len(skipped_after) <= 1, "it leads at its first cycle after the kill (or the next, if one ran)"
 
         wait("the standby finishing the dead leader's work", lambda: count("STAGED") == FILES)
         tape_reads = [line.path for line in read_log_lines(read_log) if line.source == TAPE]
