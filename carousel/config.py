@@ -115,7 +115,7 @@ class Settings(BaseSettings):
 
     adapter: str = DEFAULT_ADAPTER
     adapter_options: dict[str, Any] = Field(default_factory=default_adapter_options)
-    policy: str = "fifo"
+    policy: str = "carousel"  # the cost model: the default and the best of the built-in policies
     policy_options: dict[str, Any] = Field(default_factory=dict)
 
     cycle_interval_s: float = Field(default=2.0, gt=0)

@@ -69,7 +69,7 @@ LIBRARY = {
 
 def recorded_history(database_url: str) -> int:
     """An hour ago, three requests served by the scheduler on the simulated library; returns the files."""
-    settings = Settings(database_url=database_url, adapter_options=LIBRARY)
+    settings = Settings(database_url=database_url, adapter_options=LIBRARY, policy="fifo")
     engine = make_engine(settings)
     factory = make_session_factory(engine)
     clock = ManualClock(datetime.now(UTC) - timedelta(hours=1))
@@ -98,7 +98,11 @@ def test_replay_the_last_hours_and_dry_run(tmp_path: Path, sqlite_template: Path
     database.write_bytes(sqlite_template.read_bytes())
     url = f"sqlite:///{database}"
     asked = recorded_history(url)
-    env = {"CAROUSEL_DATABASE_URL": url, "CAROUSEL_ADAPTER_OPTIONS": json.dumps(LIBRARY)}
+    env = {
+        "CAROUSEL_DATABASE_URL": url,
+        "CAROUSEL_ADAPTER_OPTIONS": json.dumps(LIBRARY),
+        "CAROUSEL_POLICY": "fifo",
+    }
 
     code, out, err = cli(env, "policy", "replay", "--json")
     assert code == 0, err

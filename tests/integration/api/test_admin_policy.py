@@ -41,7 +41,8 @@ class Callers:
 def callers(make_api: Callable[..., SyncApi]) -> Callers:
     admin_token, admin_entry = static_token("ops", admin=True)
     user_token, user_entry = static_token("alice")
-    api = make_api(anonymous=False, auth=AuthSettings(static_tokens=(admin_entry, user_entry)))
+    # the settings name fifo: the policy active until an admin changes it
+    api = make_api(anonymous=False, auth=AuthSettings(static_tokens=(admin_entry, user_entry)), policy="fifo")
     return Callers(api, admin_token, user_token)
 
 
@@ -180,7 +181,7 @@ def test_a_change_through_the_api_changes_the_next_cycles_plan(
     """One scheduler, never restarted: fifo plans the files at once; after a change to cta (whose mount
     thresholds fresh files do not pass) the next cycle plans nothing and says why; a refused change leaves
     cta in place; a change back to fifo hands the files over at the next cycle."""
-    settings = Settings()
+    settings = Settings(policy="fifo")
     active = ActivePolicy(settings, session_factory)
     cycle = Cycle(settings, session_factory, library, active.current(), clock, policy_source=active.current)
     assert callers.admin.post("/api/native/v1/requests", json={"paths": library_paths[:4]}).status_code == 201

@@ -47,6 +47,7 @@ class Site:
             "auth": AuthSettings(static_tokens=(admin_entry, user_entry)),
             "adapter_options": LIBRARY_OPTIONS,
             "cycle_interval_s": INTERVAL_S,
+            "policy": "fifo",  # what the recorded history ran, the active policy the replays start from
             **settings,
         }
         api = make_api(**values)
@@ -56,7 +57,7 @@ class Site:
         self.factory = factory
         limits = values.pop("limits", None)
         del limits
-        self.cycle = Cycle(Settings(**values), factory, library, build_policy("fifo"), clock)
+        self.cycle = Cycle(Settings(**values), factory, library, build_policy(values["policy"]), clock)
 
     def submit(self, paths: list[str], *, priority: int = 0) -> str:
         response = self.user.post("/api/native/v1/requests", json={"paths": paths, "priority": priority})

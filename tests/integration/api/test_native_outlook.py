@@ -45,10 +45,11 @@ def test_a_queued_request_has_a_position_an_eta_and_a_reason(
 
 
 def test_requests_behind_others_have_files_ahead_and_later_etas(
-    api: SyncApi, library_paths: list[str], clock: ManualClock
+    make_api: Callable[..., SyncApi], library_paths: list[str], clock: ManualClock
 ) -> None:
     # fifo hands every file over at once; the library's two drives take the first two tapes, the third
     # tape waits for one of them
+    api = make_api(policy="fifo")
     first = _submit(api, library_paths[:1])
     before = api.get(f"{NATIVE}/requests/{first}").json()["outlook"]
     clock.advance(1)

@@ -26,6 +26,7 @@ def test_embedded_defaults() -> None:
     assert settings.adapter_options["profile"] == "lto8"
     assert settings.limits.max_files_per_request_native == 100_000
     assert settings.anonymous is True
+    assert settings.policy == "carousel", "the cost model plans unless an admin chooses otherwise"
 
 
 def test_environment_and_nested_values(monkeypatch: pytest.MonkeyPatch) -> None:
