@@ -11,8 +11,7 @@ a new batch key must wait until the HSM let the old one go: carousel.scheduler.i
 again at the next check.
 
 Checked at most once in every slot of `margin_s / 10` seconds (on the epoch's grid). Without cost figures (a
-back-end that publishes none) there is no
-read time to measure against, and reads are not timed out.
+back-end that publishes none) there is no read time to measure against, and reads are not timed out.
 """
 
 from __future__ import annotations
@@ -118,8 +117,8 @@ class ReadTimeouts:
         overdue: list[tuple[Reading, float, float]] = []
         for read in self.reads_started_before(now - self.margin, CHECKED_PER_RUN):
             elapsed = (now - read.started_at).total_seconds()
-            limit = read_limit_s(read.size_bytes, self.costs, self.factor, self.margin.total_seconds())
-            if elapsed > limit:
+            limit = self.limit_s(read.size_bytes)
+            if limit is not None and elapsed > limit:
                 overdue.append((read, elapsed, limit))
         if not overdue:
             return result

@@ -17,7 +17,7 @@ import numpy as np
 
 from carousel.domain.states import FileState
 from carousel.simulation.bound import PhysicalBound, physical_bound
-from carousel.simulation.driver import EPOCH, ReplayResult
+from carousel.simulation.driver import EPOCH, ReplayConfig, ReplayResult
 
 FILES_HEADER = (
     "path",
@@ -109,6 +109,19 @@ def _text(value: float | None) -> str:
     return f"{value:.3f}".rstrip("0").rstrip(".")
 
 
+def scheduling_of(config: ReplayConfig) -> dict[str, Any]:
+    """The service settings a replay planned with, as summary.json records them."""
+    return {
+        "max_files_per_cycle": config.max_files_per_cycle,
+        "max_attempts": config.max_attempts,
+        "retry_backoff_s": config.retry_backoff_s,
+        "fair_share_window_s": config.fair_share_window_s,
+        "read_timeout_factor": config.read_timeout_factor,
+        "read_timeout_margin_s": config.read_timeout_margin_s,
+        **asdict(config.feed),
+    }
+
+
 def summarise(result: ReplayResult, bound: PhysicalBound | None = None) -> dict[str, Any]:
     bound = bound or physical_bound(result.trace, result.physics, result.config.drives)
     rows = result.trace.rows
@@ -138,15 +151,7 @@ def summarise(result: ReplayResult, bound: PhysicalBound | None = None) -> dict[
         "drives": result.config.drives,
         "seed": result.config.seed,
         "cycle_interval_s": result.config.cycle_interval_s,
-        "scheduling": {  # the service settings the replay planned with
-            "max_files_per_cycle": result.config.max_files_per_cycle,
-            "max_attempts": result.config.max_attempts,
-            "retry_backoff_s": result.config.retry_backoff_s,
-            "fair_share_window_s": result.config.fair_share_window_s,
-            "read_timeout_factor": result.config.read_timeout_factor,
-            "read_timeout_margin_s": result.config.read_timeout_margin_s,
-            **asdict(result.config.feed),
-        },
+        "scheduling": scheduling_of(result.config),
         "library": result.setup.describe(),
         "makespan_s": round(makespan, 3),
         "files": len(files_read),

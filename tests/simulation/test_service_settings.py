@@ -7,12 +7,13 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from carousel.cli import app
 from carousel.config import Settings
 from carousel.scheduler.feed import FeedSettings
 from carousel.simulation.driver import ReplayConfig, replay, with_service_settings
+from carousel.simulation.outputs import scheduling_of
 from carousel.simulation.workloads import star_batch
 
 SERVICE = {
@@ -45,34 +46,14 @@ EXPECTED_SCHEDULING = {
 
 
 def service_settings() -> Settings:
-    return Settings(
-        cycle_interval_s=5,
-        max_files_per_cycle=7,
-        max_attempts=4,
-        retry_backoff_s=120,
-        recovery_start_files=3,
-        recovery_ramp_s=90,
-        liveness_factor=2,
-        liveness_floor_s=1200,
-        liveness_probe_files=1,
-        fair_share_window_s=3600,
-        read_timeout_factor=2,
-        read_timeout_margin_s=300,
-    )
+    """SERVICE, as the service reads it from its environment."""
+    return Settings(**{name.removeprefix("CAROUSEL_").lower(): value for name, value in SERVICE.items()})
 
 
 def test_every_planning_setting_of_the_service_reaches_the_replay() -> None:
     config = with_service_settings(ReplayConfig(profile="lto8", drives=2, policy="fifo"), service_settings())
     assert config.cycle_interval_s == 5
-    scheduling = {
-        "max_files_per_cycle": config.max_files_per_cycle,
-        "max_attempts": config.max_attempts,
-        "retry_backoff_s": config.retry_backoff_s,
-        "fair_share_window_s": config.fair_share_window_s,
-        "read_timeout_factor": config.read_timeout_factor,
-        "read_timeout_margin_s": config.read_timeout_margin_s,
-        **asdict(config.feed),
-    }
+    scheduling = scheduling_of(config)
     assert scheduling == EXPECTED_SCHEDULING
     assert (config.profile, config.drives, config.policy) == ("lto8", 2, "fifo"), "the run's own choices stay"
 
@@ -93,9 +74,13 @@ def test_the_service_budget_per_cycle_holds_in_the_replay() -> None:
     assert all(t % 5 == 0 for t, _ in result.handovers), "passes every 5 s"
 
 
-def simulate(out: Path, *extra: str, env: dict[str, str] | None = None) -> dict[str, object]:
+def invoke(out: Path, *extra: str, env: dict[str, str] | None = None) -> Result:
     arguments = ["simulate", "--workload", "star_batch", "--scale", "0.002", "--policy", "fifo", *extra]
-    result = CliRunner().invoke(app, [*arguments, "--out", str(out)], env=env)
+    return CliRunner().invoke(app, [*arguments, "--out", str(out)], env=env)
+
+
+def simulate(out: Path, *extra: str, env: dict[str, str] | None = None) -> dict[str, object]:
+    result = invoke(out, *extra, env=env)
     assert result.exit_code == 0, result.output
     summary: dict[str, object] = json.loads((out / "summary.json").read_text())
     return summary
@@ -123,20 +108,7 @@ def test_the_command_line_plans_with_the_service_settings_only_when_asked(tmp_pa
 
 
 def test_a_bad_service_setting_is_one_line_naming_it(tmp_path: Path) -> None:
-    result = CliRunner().invoke(
-        app,
-        [
-            "simulate",
-            "--workload",
-            "star_batch",
-            "--scale",
-            "0.002",
-            "--service-settings",
-            "--out",
-            str(tmp_path),
-        ],
-        env={"CAROUSEL_MAX_FILES_PER_CYCLE": "0"},
-    )
+    result = invoke(tmp_path, "--service-settings", env={"CAROUSEL_MAX_FILES_PER_CYCLE": "0"})
     assert result.exit_code == 2
     assert "setting max_files_per_cycle" in result.output
     assert not (tmp_path / "summary.json").exists()
