@@ -62,7 +62,7 @@ def simulate(
         typer.Option(
             "--service-settings",
             help="Plan as the configured service plans (CAROUSEL_CONFIG, CAROUSEL_*): its cycle interval,"
-            " files per cycle, retries, recovery pace, liveness watch and fair-share window.",
+            " files per cycle, retries, recovery pace, liveness watch, fair-share window and read timeouts.",
         ),
     ] = False,
 ) -> None:
