@@ -1,5 +1,5 @@
 """How honest the outlook's ETAs are: the ETA each request is given at submission against when it is done,
-on simulated workloads (carousel/simulation/eta_honesty.py).
+on simulated workloads (carousel/replay/eta_honesty.py).
 
     .venv/bin/python -m bench.bench_eta_honesty [--workload star_batch:0.05,light_load:1]
         [--policies carousel,fifo]
@@ -16,9 +16,9 @@ import argparse
 import statistics
 import time
 
-from carousel.simulation.driver import ReplayConfig
-from carousel.simulation.eta_honesty import measure
-from carousel.simulation.workloads import workload
+from carousel.replay.driver import ReplayConfig
+from carousel.replay.eta_honesty import measure
+from carousel.replay.workloads import workload
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ A day of history is written straight into a fresh database (a temporary SQLite f
 
 - the replay as the admin API runs it: the window read from the database, the trace built, the policy
   replayed through the simulator (candidate = active, so one replay), the figures summed;
-- the baseline: the bare simulator replaying the same trace (`carousel.simulation.driver.replay`), the cost
+- the baseline: the bare simulator replaying the same trace (`carousel.replay.driver.replay`), the cost
   any replay has. The ratio is what reading the history and summing the figures adds to it.
 """
 
@@ -28,11 +28,12 @@ from sqlalchemy import insert
 from carousel.config import Settings
 from carousel.db.engine import make_engine, make_session_factory, transaction, upgrade_to_head
 from carousel.db.history_queries import asked_files
-from carousel.db.models import LinkState, QueuedFileRow, Recall, RequestFile, StageRequest
+from carousel.db.models import QueuedFileRow, Recall, RequestFile, StageRequest
 from carousel.domain.clock import ManualClock
+from carousel.domain.states import LinkState
 from carousel.policy_admin.history_replay import history_trace, replay_history
 from carousel.policy_admin.model import PolicyChoice
-from carousel.simulation.driver import ReplayConfig, replay
+from carousel.replay.driver import ReplayConfig, replay
 
 NOW = datetime(2026, 3, 2, tzinfo=UTC)
 LIBRARY = {"profile": "lto8", "drives": 8, "scale": 1.0}

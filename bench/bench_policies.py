@@ -4,8 +4,8 @@ baseline's, measured in the same run, and its makespan against the physical boun
     .venv/bin/python -m bench.bench_policies [--workload star_batch,light_load,lto_modern] [--scale 1.0]
         [--policies fifo,star2006,cta,carousel]
 
-Each workload runs on its own library (carousel/simulation/workloads.py), each policy as its system ran
-(carousel/simulation/library_setup.py). Prints, per workload, one line per policy (makespan, bound, MB/s,
+Each workload runs on its own library (carousel/replay/workloads.py), each policy as its system ran
+(carousel/replay/library_setup.py). Prints, per workload, one line per policy (makespan, bound, MB/s,
 mounts, files per mount, efficiency, latency p50/p95) and carousel's ratios; also how long each replay took.
 """
 
@@ -14,9 +14,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from carousel.simulation.driver import ReplayConfig, replay
-from carousel.simulation.outputs import summarise
-from carousel.simulation.workloads import workload
+from carousel.replay.driver import ReplayConfig, replay
+from carousel.replay.outputs import summarise
+from carousel.replay.workloads import workload
 
 
 def main() -> None:

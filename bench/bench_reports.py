@@ -29,8 +29,9 @@ from sqlalchemy import insert, select
 
 from carousel.dashboard.view import build_dashboard
 from carousel.db.engine import make_engine, make_session_factory, upgrade_to_head
-from carousel.db.models import LinkState, Mount, QueuedFileRow, Recall, RequestFile, StageRequest
+from carousel.db.models import Mount, QueuedFileRow, Recall, RequestFile, StageRequest
 from carousel.domain.clock import ManualClock
+from carousel.domain.states import LinkState
 from carousel.observability.database_collector import DatabaseCollector
 from carousel.reports.catalog import build_report
 from carousel.reports.window import Bucket, make_window, spread

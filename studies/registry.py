@@ -17,9 +17,9 @@ from studies.result import Progress, StudyResult, no_progress
 StudyRunner = Callable[[Path, Progress], StudyResult]
 
 _STUDY_MODULES: dict[str, str] = {
-    "worker-disks": "studies.worker_disks",
-    "tape-efficiency": "studies.tape_efficiency",
-    "policies": "studies.policy_comparison",
+    "worker-disks": "studies.worker_disks.study",
+    "tape-efficiency": "studies.tape.study",
+    "policies": "studies.policies.study",
 }
 
 

@@ -1,4 +1,4 @@
-"""The application factory. The app serves requests only: the scheduler runs beside it (see carousel.cli)."""
+"""The application factory. The app serves requests only: the scheduler runs beside it (carousel.cli)."""
 
 from __future__ import annotations
 

@@ -2,9 +2,9 @@
 
 - A request whose transaction PostgreSQL rolled back for a deadlock or a serialization failure is run again
   whole (the route, its session dependency, its commit), a few times after short random pauses
-  (carousel.db.retry). A route's work is one transaction committed before its response starts, so nothing
-  of a lost attempt remains and the client sees one answer. The retry sits here, around the route, because
-  a session dependency cannot run its route again.
+  (carousel.db.transient_errors). A route's work is one transaction committed before its response starts, so
+  nothing of a lost attempt remains and the client sees one answer. The retry sits here, around the route,
+  because a session dependency cannot run its route again.
 - A database that does not answer (down, restarting, connections broken, pool exhausted) is 503 problem+json
   with Retry-After, not a 500: the client should come back, and the service recovers by itself (the engine
   checks pooled connections before use, so the first request after the database is back gets a fresh one).
@@ -20,7 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from carousel.api.problems import problem_response
-from carousel.db.retry import ATTEMPTS, RETRY_AFTER_S, async_retrying, database_unavailable
+from carousel.db.transient_errors import ATTEMPTS, RETRY_AFTER_S, async_retrying, database_unavailable
 
 log = structlog.get_logger(__name__)
 

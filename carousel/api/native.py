@@ -33,8 +33,7 @@ from carousel.api.native_schemas import (
 from carousel.api.outlook import outlook_of
 from carousel.api.problems import PROBLEM_JSON
 from carousel.db.engine import transaction
-from carousel.db.models import RequestState
-from carousel.domain.states import TapeRestState
+from carousel.domain.states import RequestState, TapeRestState
 from carousel.intake import cancel as cancel_case
 from carousel.intake import release as release_case
 from carousel.intake import status as status_case

@@ -15,17 +15,9 @@ from sqlalchemy import ColumnElement, bindparam, exists, func, or_, select, upda
 from sqlalchemy.orm import Session
 
 from carousel.db.completion_queries import FileNow
-from carousel.db.models import (
-    LinkState,
-    Mount,
-    QueuedFileRow,
-    Recall,
-    RequestFile,
-    RequestState,
-    StageRequest,
-)
+from carousel.db.models import Mount, QueuedFileRow, Recall, RequestFile, StageRequest
 from carousel.db.webhook_queries import enqueue_deliveries
-from carousel.domain.states import FileState
+from carousel.domain.states import FileState, LinkState, RequestState
 
 F = QueuedFileRow
 L = RequestFile

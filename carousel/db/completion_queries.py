@@ -13,18 +13,9 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, delete, exists, insert, select, tuple_, update
 from sqlalchemy.orm import Session
 
-from carousel.db.models import (
-    AppliedEvent,
-    LinkState,
-    Mount,
-    QueuedFileRow,
-    Recall,
-    RequestFile,
-    RequestState,
-    StageRequest,
-)
+from carousel.db.models import AppliedEvent, Mount, QueuedFileRow, Recall, RequestFile, StageRequest
 from carousel.db.webhook_queries import enqueue_deliveries
-from carousel.domain.states import FileState
+from carousel.domain.states import FileState, LinkState, RequestState
 
 F = QueuedFileRow
 
@@ -86,18 +77,6 @@ def file_now(session: Session, file_id: int) -> FileNow | None:
         return None
     return FileNow(
         id=file_id, state=FileState(row[0]), batch_key=row[1], attempts=row[2], wanted=bool(row[3])
-    )
-
-
-def mark_file_started(session: Session, file_id: int, at: datetime) -> None:
-    session.execute(
-        update(F)
-        .where(
-            F.id == file_id,
-            F.state.in_((FileState.CLAIMED.value, FileState.SUBMITTED.value)),
-            F.started_at.is_(None),
-        )
-        .values(started_at=at)
     )
 
 
@@ -183,14 +162,6 @@ def requeue_for_retry(
 # --- recalls ----------------------------------------------------------------------------------------------
 
 
-def recall_started(session: Session, file_id: int, batch_key: str, at: datetime, drive: str | None) -> None:
-    session.execute(
-        update(Recall)
-        .where(Recall.file_id == file_id, Recall.batch_key == batch_key, Recall.finished_at.is_(None))
-        .values(started_at=at, drive=drive)
-    )
-
-
 def recall_finished(
     session: Session,
     file_id: int,
@@ -233,11 +204,3 @@ def mount_opened(session: Session, tape: str, drive: str | None, at: datetime) -
 
 def mount_closed(session: Session, tape: str, drive: str | None, at: datetime) -> None:
     session.execute(update(Mount).where(*_open_mount(tape, drive)).values(unmounted_at=at))
-
-
-def mount_read(session: Session, tape: str, drive: str | None, bytes_read: int) -> None:
-    session.execute(
-        update(Mount)
-        .where(*_open_mount(tape, drive))
-        .values(files=Mount.files + 1, bytes=Mount.bytes + bytes_read)
-    )

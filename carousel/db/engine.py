@@ -23,7 +23,7 @@ from sqlalchemy.engine import URL, Connection
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.config import Settings
-from carousel.db.retry import ATTEMPTS, retrying
+from carousel.db.transient_errors import ATTEMPTS, retrying
 from carousel.domain.errors import ConfigError
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
@@ -90,8 +90,8 @@ def run_transaction(
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
     """`work` in one transaction (committed when it returns), run again whole when PostgreSQL rolls it back
-    for a deadlock or a serialization failure (carousel.db.retry). `work` must do nothing but database work:
-    it may run more than once."""
+    for a deadlock or a serialization failure (carousel.db.transient_errors). `work` must do nothing but
+    database work: it may run more than once."""
 
     def once() -> T:
         with transaction(factory) as session:

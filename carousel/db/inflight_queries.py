@@ -14,8 +14,8 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, exists, func, select
 from sqlalchemy.orm import Session
 
-from carousel.db.models import LinkState, QueuedFileRow, RequestFile
-from carousel.domain.states import FileState
+from carousel.db.models import QueuedFileRow, RequestFile
+from carousel.domain.states import FileState, LinkState
 
 F = QueuedFileRow
 

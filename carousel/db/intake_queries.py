@@ -34,17 +34,9 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
-from carousel.db.models import (
-    LinkState,
-    QueuedFileRow,
-    RequestAlias,
-    RequestFile,
-    RequestState,
-    StageRequest,
-    UtcDateTime,
-)
+from carousel.db.models import QueuedFileRow, RequestAlias, RequestFile, StageRequest, UtcDateTime
 from carousel.db.webhook_queries import enqueue_deliveries
-from carousel.domain.states import FileState, TapeRestState
+from carousel.domain.states import FileState, LinkState, RequestState, TapeRestState
 
 FILES = cast(Table, QueuedFileRow.__table__)
 LINKS = cast(Table, RequestFile.__table__)

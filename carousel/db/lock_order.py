@@ -17,7 +17,8 @@ from sqlalchemy import BigInteger, any_, bindparam, select
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
-from carousel.db.models import LinkState, QueuedFileRow, RequestFile
+from carousel.db.models import QueuedFileRow, RequestFile
+from carousel.domain.states import LinkState
 
 F = QueuedFileRow
 L = RequestFile

@@ -25,7 +25,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from carousel.domain.states import FileState
+from carousel.domain.states import DeliveryState, FileState, LinkState, RequestState
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -64,21 +64,6 @@ def _in(values: type[StrEnum]) -> str:
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
-
-
-class RequestState(StrEnum):
-    ACTIVE = "ACTIVE"  # some file still pending
-    DONE = "DONE"  # every file of the request has reached a final state for this requester
-    DELETED = "DELETED"  # the client deleted it: gone for the client, kept for history
-
-
-class LinkState(StrEnum):
-    """One requester's view of one file. PENDING follows the shared recall; the others are final."""
-
-    PENDING = "PENDING"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    CANCELLED = "CANCELLED"
 
 
 class StageRequest(Base):
@@ -296,12 +281,6 @@ class RequestWebhook(Base):
     url: Mapped[str] = mapped_column(String(2048))
     secret: Mapped[str | None] = mapped_column(Text, default=None)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
-
-
-class DeliveryState(StrEnum):
-    PENDING = "PENDING"  # to be sent at next_attempt_at (again, after a failed attempt)
-    DELIVERED = "DELIVERED"  # the receiver answered 2xx
-    FAILED = "FAILED"  # every attempt failed, or it can never succeed; last_error says why
 
 
 class WebhookDelivery(Base):

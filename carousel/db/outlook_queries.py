@@ -9,8 +9,8 @@ from datetime import datetime
 from sqlalchemy import and_, case, func, literal, select
 from sqlalchemy.orm import Session
 
-from carousel.db.models import LinkState, QueuedFileRow, RequestFile
-from carousel.domain.states import FileState
+from carousel.db.models import QueuedFileRow, RequestFile
+from carousel.domain.states import FileState, LinkState
 from carousel.outlook.request_outlook import RequestWork
 
 F = QueuedFileRow

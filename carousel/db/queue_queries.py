@@ -19,19 +19,11 @@ from sqlalchemy import ColumnElement, Select, and_, bindparam, case, exists, fun
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from carousel.db.lock_order import lock_files
-from carousel.db.models import (
-    LinkState,
-    QueuedFileRow,
-    Recall,
-    RequestFile,
-    StageRequest,
-    TapeQueue,
-    TapeQueueKind,
-)
+from carousel.db.models import QueuedFileRow, Recall, RequestFile, StageRequest, TapeQueue, TapeQueueKind
 from carousel.db.tape_queue_queries import chunks, fold_deltas
 from carousel.domain.planning import GroupDemand, ReadOrder, Selection, TapeDemand, TapeInFlight
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand
-from carousel.domain.states import FileState
+from carousel.domain.states import FileState, LinkState
 
 F = QueuedFileRow
 TQ = TapeQueue

@@ -8,7 +8,8 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from carousel.db.models import LinkState, RequestFile, RequestState, StageRequest
+from carousel.db.models import RequestFile, StageRequest
+from carousel.domain.states import LinkState, RequestState
 
 
 def queued_files_of_owner(session: Session, owner: str) -> int:

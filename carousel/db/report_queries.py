@@ -22,7 +22,8 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
-from carousel.db.models import LinkState, Mount, QueuedFileRow, Recall, RequestFile, StageRequest
+from carousel.db.models import Mount, QueuedFileRow, Recall, RequestFile, StageRequest
+from carousel.domain.states import LinkState
 
 # What a throughput figure is broken down by: nothing (the whole library), the drive, the tape, the group of
 # the file read (`files.grp`, the group of its oldest asker).

@@ -19,15 +19,8 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from carousel.db.models import (
-    DeliveryState,
-    LinkState,
-    RequestFile,
-    RequestState,
-    RequestWebhook,
-    StageRequest,
-    WebhookDelivery,
-)
+from carousel.db.models import RequestFile, RequestWebhook, StageRequest, WebhookDelivery
+from carousel.domain.states import DeliveryState, LinkState, RequestState
 
 EVENT_REQUEST_DONE = "request.done"
 W = RequestWebhook

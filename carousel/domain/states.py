@@ -64,3 +64,24 @@ def client_state(file_state: FileState, link_cancelled: bool) -> TapeRestState:
         FileState.FAILED: TapeRestState.FAILED,
         FileState.CANCELLED: TapeRestState.CANCELLED,
     }[file_state]
+
+
+class RequestState(StrEnum):
+    ACTIVE = "ACTIVE"  # some file still pending
+    DONE = "DONE"  # every file of the request has reached a final state for this requester
+    DELETED = "DELETED"  # the client deleted it: gone for the client, kept for history
+
+
+class LinkState(StrEnum):
+    """One requester's view of one file. PENDING follows the shared recall; the others are final."""
+
+    PENDING = "PENDING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+class DeliveryState(StrEnum):
+    PENDING = "PENDING"  # to be sent at next_attempt_at (again, after a failed attempt)
+    DELIVERED = "DELIVERED"  # the receiver answered 2xx
+    FAILED = "FAILED"  # every attempt failed, or it can never succeed; last_error says why

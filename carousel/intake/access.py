@@ -8,8 +8,9 @@ import uuid
 from sqlalchemy.orm import Session
 
 from carousel.db import intake_queries as q
-from carousel.db.models import RequestState, StageRequest
+from carousel.db.models import StageRequest
 from carousel.domain.errors import NotFound
+from carousel.domain.states import RequestState
 from carousel.intake.model import Caller, RequestInfo
 
 

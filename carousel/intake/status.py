@@ -11,9 +11,8 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from carousel.db import intake_queries as q
-from carousel.db.models import RequestState
 from carousel.domain.errors import InvalidInput
-from carousel.domain.states import TapeRestState
+from carousel.domain.states import RequestState, TapeRestState
 from carousel.intake.access import owned_request, request_info
 from carousel.intake.grants import require_some_read_scope
 from carousel.intake.model import (

@@ -1,7 +1,7 @@
 """Replay of recorded requests: the last hours' requests run again through the simulator under a candidate
 policy, next to what happened and to the active policy's replay of the same requests (docs/admin.md).
 
-The requests created in the window become a trace (carousel.simulation.trace): each file a request asked for,
+The requests created in the window become a trace (carousel.replay.trace): each file a request asked for,
 at the request's arrival, with its tape, position and size as the service recorded them, the request's
 group and priority. Left out, and counted: files the request cancelled, files whose tape is unknown, and files
 no read in the window was for (they were on disk already, so no policy would have read them).
@@ -38,13 +38,12 @@ from carousel.db.history_queries import (
     policy_changes_since,
     reads_since,
 )
-from carousel.db.models import LinkState
 from carousel.domain.clock import Clock
 from carousel.domain.errors import ConfigError, InvalidInput
-from carousel.domain.states import FileState
+from carousel.domain.states import FileState, LinkState
 from carousel.policy_admin.model import PolicyChoice
 from carousel.policy_admin.validation import built_policy
-from carousel.simulation.driver import (
+from carousel.replay.driver import (
     EPOCH,
     ReplayConfig,
     ReplayResult,
@@ -52,8 +51,8 @@ from carousel.simulation.driver import (
     replay_library,
     with_service_settings,
 )
-from carousel.simulation.library_setup import LibraryFile
-from carousel.simulation.trace import Trace, TraceRow, make_trace
+from carousel.replay.library_setup import LibraryFile
+from carousel.replay.trace import Trace, TraceRow, make_trace
 from hsm_adapters.simulated.adapter import parse_options
 from hsm_adapters.simulated.profiles import load_profile
 

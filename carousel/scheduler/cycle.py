@@ -35,7 +35,7 @@ from carousel.db.completion_queries import finish_file
 from carousel.db.engine import run_transaction
 from carousel.db.leader_lock import LeaderLock, leader_lock_for
 from carousel.db.lock_order import lock_links_and_files
-from carousel.db.retry import database_unavailable
+from carousel.db.transient_errors import database_unavailable
 from carousel.domain.clock import Clock
 from carousel.domain.planning import LibraryCosts, Plan
 from carousel.domain.states import FileState

@@ -1,7 +1,7 @@
 """The database queue store as the live cycle needs it, around carousel.scheduler.queue_store:
 
 - each call is one transaction, run again whole when PostgreSQL rolls it back for a deadlock or a
-  serialization failure (carousel.db.retry);
+  serialization failure (carousel.db.transient_errors);
 - a hand-over the library accepted but the database could not record (it went away between the submission
   and the record) is kept, and recorded first thing in a later cycle, before stale-claim recovery could put
   those files back in the queue: otherwise they would reach the same library again under a new batch key
@@ -18,7 +18,7 @@ from typing import TypeVar
 
 import structlog
 
-from carousel.db.retry import retrying
+from carousel.db.transient_errors import retrying
 from carousel.domain.planning import Selection
 from carousel.domain.queue import HandedOver, QueueDemand
 from carousel.scheduler.queue_store import Claim, QueueStore

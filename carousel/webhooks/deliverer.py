@@ -25,8 +25,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.db import webhook_queries as q
 from carousel.db.engine import transaction
-from carousel.db.models import DeliveryState
 from carousel.domain.clock import Clock
+from carousel.domain.states import DeliveryState
 from carousel.webhooks import signing
 from carousel.webhooks.settings import WebhookSettings
 from carousel.webhooks.urls import host_allowed

@@ -6,9 +6,9 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from carousel.db import webhook_queries as q
-from carousel.db.models import RequestState
 from carousel.domain.clock import Clock
 from carousel.domain.errors import Conflict, InvalidInput, NotFound
+from carousel.domain.states import RequestState
 from carousel.intake.access import is_request_id, owned_request
 from carousel.intake.grants import require_some_read_scope, require_some_stage_scope
 from carousel.intake.model import Caller

@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 from typer.testing import CliRunner
 
 from carousel.api.app import create_app
-from carousel.cli import app
+from carousel.cli.app import app
 from carousel.config import Settings
 from carousel.db.engine import current_revision, head_revision, make_engine, make_session_factory
 from carousel.domain.clock import ManualClock

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from carousel.cli import app
+from carousel.cli.app import app
 from carousel.config import Settings
 from carousel.db.engine import make_engine, make_session_factory
 from carousel.domain.clock import ManualClock

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from studies.disk_model import (
+from studies.worker_disks.disk_model import (
     Device,
     Disk,
     Layout,

@@ -14,15 +14,14 @@ from pathlib import Path
 import pytest
 from matplotlib.image import imread
 
-from studies.policy_analysis import PolicyAnalysis, analyse_policies, replay_count
-from studies.policy_comparison import NAME, run_with
-from studies.policy_comparisons import (
+from studies.policies.analysis import PolicyAnalysis, analyse_policies, replay_count
+from studies.policies.published import (
     DEPTH_SOURCE,
     DEPTH_THROUGHPUT_LIMIT_PERCENT,
     GROUPING_GAIN_PERCENT,
     GROUPING_SOURCE,
 )
-from studies.policy_runs import (
+from studies.policies.runs import (
     POLICIES,
     STAR_BATCH,
     STAR_DEPTH,
@@ -30,7 +29,8 @@ from studies.policy_runs import (
     PolicySettings,
     mix_name,
 )
-from studies.policy_tables import GROUPING_COLUMNS, RUN_COLUMNS
+from studies.policies.study import NAME, run_with
+from studies.policies.tables import GROUPING_COLUMNS, RUN_COLUMNS
 from studies.registry import study_names
 from studies.report import StudyRun, render_report
 from studies.result import COMPARISON_COLUMNS, StudyResult, write_comparisons_csv

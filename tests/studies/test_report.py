@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from carousel.cli_study import study
+from carousel.cli.study import study
 from carousel.domain.clock import ManualClock
 from carousel.domain.errors import InvalidInput
 from studies.figures import new_figure, save_png

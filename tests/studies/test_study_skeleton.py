@@ -12,7 +12,7 @@ from carousel.domain.errors import ConfigError, InvalidInput
 from studies.csv_records import read_records
 from studies.registry import get_study, study_names
 from studies.result import COMPARISON_COLUMNS, Comparison, write_comparisons_csv, write_csv
-from studies.worker_disks_data import DATA_DIR, HAMMERCLOUD_CSV, load_worker_disk_data
+from studies.worker_disks.data import DATA_DIR, HAMMERCLOUD_CSV, load_worker_disk_data
 
 
 def comparison(reproduced: float, low: float = 2.0, high: float = 3.0, tolerance: float = 0.0) -> Comparison:

@@ -14,9 +14,9 @@ from carousel.domain.errors import ConfigError
 from hsm_adapters.simulated.physics import TapePhysics, analytic_efficiency
 from hsm_adapters.simulated.profiles import load_profile
 from studies.registry import get_study
-from studies.tape_analysis import StudySettings
-from studies.tape_comparisons import tape_comparisons
-from studies.tape_curves import (
+from studies.tape.analysis import StudySettings
+from studies.tape.comparisons import tape_comparisons
+from studies.tape.curves import (
     MB,
     curve_point,
     efficiency_curve,
@@ -25,8 +25,7 @@ from studies.tape_curves import (
     size_grid,
     with_scaled_timings,
 )
-from studies.tape_efficiency import run
-from studies.tape_figures import (
+from studies.tape.figures import (
     FileTypeBars,
     StarCurves,
     cross_check_figure,
@@ -36,15 +35,16 @@ from studies.tape_figures import (
     profiles_figure,
     star_efficiency_figure,
 )
-from studies.tape_published import (
+from studies.tape.published import (
     DATA_DIR,
     MIB,
     PUBLISHED_CSV,
     Star2006Figures,
     load_star2006_figures,
 )
-from studies.tape_simulation import AGREEMENT, simulate_point
-from studies.tape_star2006 import EFFICIENCY_TOLERANCE_POINTS, Star2006Analysis, analyse_star2006
+from studies.tape.simulation import AGREEMENT, simulate_point
+from studies.tape.star2006 import EFFICIENCY_TOLERANCE_POINTS, Star2006Analysis, analyse_star2006
+from studies.tape.study import run
 from tests.studies.seeds import seed_text
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -9,18 +9,18 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from studies.disk_fit import FixedPhysics, Observation, fit_model
-from studies.price_performance import recompute_price_performance, ssd_to_hdd_ratios
 from studies.registry import run_study
 from studies.result import COMPARISON_COLUMNS, StudyResult
-from studies.worker_disks_analysis import (
+from studies.worker_disks.analysis import (
     WorkerDiskAnalysis,
     analyse,
     fit_observations,
     raw_run_observations,
 )
-from studies.worker_disks_comparisons import bnl_comparisons, bnl_consistent_point
-from studies.worker_disks_data import WorkerDiskData, load_worker_disk_data
+from studies.worker_disks.comparisons import bnl_comparisons, bnl_consistent_point
+from studies.worker_disks.data import WorkerDiskData, load_worker_disk_data
+from studies.worker_disks.disk_fit import FixedPhysics, Observation, fit_model
+from studies.worker_disks.price_performance import recompute_price_performance, ssd_to_hdd_ratios
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from studies.worker_disks_data import (
+from studies.worker_disks.data import (
     BNL_CSV,
     DATA_DIR,
     HAMMERCLOUD_CSV,

@@ -14,7 +14,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.db import webhook_queries as q
 from carousel.db.engine import make_engine, make_session_factory, transaction
-from carousel.db.models import DeliveryState, RequestWebhook, StageRequest, WebhookDelivery
+from carousel.db.models import RequestWebhook, StageRequest, WebhookDelivery
+from carousel.domain.states import DeliveryState
 from tests.integration.conftest import PostgresDatabases
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)

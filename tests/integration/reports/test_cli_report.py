@@ -10,7 +10,7 @@ import pytest
 from matplotlib.image import imread
 from typer.testing import CliRunner
 
-from carousel.cli import app
+from carousel.cli.app import app
 from carousel.reports.table import iso
 from tests.integration.reports.conftest import Recorded, app_for, client
 from tests.integration.reports.history import LIBRARY

@@ -23,8 +23,9 @@ import pytest
 from sqlalchemy import func, select
 
 from carousel.db.engine import make_engine, make_session_factory
-from carousel.db.models import LinkState, QueuedFileRow, RequestFile, StageRequest
+from carousel.db.models import QueuedFileRow, RequestFile, StageRequest
 from carousel.domain.clock import ManualClock
+from carousel.domain.states import LinkState
 from hsm_adapters.simulated.adapter import build_simulated_adapter
 from hsm_adapters.simulated.read_log import DISK, TAPE, read_log_lines
 from tests.integration.resilience.processes import BANNER, api, environment, scheduler

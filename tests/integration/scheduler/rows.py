@@ -10,8 +10,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.db.engine import transaction
-from carousel.db.models import LinkState, QueuedFileRow, RequestFile, StageRequest
-from carousel.domain.states import FileState
+from carousel.db.models import QueuedFileRow, RequestFile, StageRequest
+from carousel.domain.states import FileState, LinkState
 
 _ids = itertools.count()
 

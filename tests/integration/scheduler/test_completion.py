@@ -11,8 +11,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from carousel.completion.apply import CompletionReport, RetryRule, apply_events
 from carousel.db import queue_queries as q
 from carousel.db.engine import transaction
-from carousel.db.models import LinkState, Mount, QueuedFileRow, Recall, RequestFile, StageRequest
+from carousel.db.models import Mount, QueuedFileRow, Recall, RequestFile, StageRequest
 from carousel.domain.planning import Selection
+from carousel.domain.states import LinkState
 from hsm_adapters.base import Event, EventKind
 from tests.integration.conftest import EPOCH_FOR_ROWS as T0
 from tests.integration.scheduler.rows import add_request, queued

@@ -11,19 +11,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.db import queue_queries as q
 from carousel.db.engine import transaction
-from carousel.db.models import (
-    AppliedEvent,
-    LinkState,
-    Mount,
-    QueuedFileRow,
-    Recall,
-    RequestFile,
-    StageRequest,
-)
+from carousel.db.models import AppliedEvent, Mount, QueuedFileRow, Recall, RequestFile, StageRequest
 from carousel.domain.clock import ManualClock
 from carousel.domain.errors import Unavailable
 from carousel.domain.planning import Selection
-from carousel.domain.states import FileState
+from carousel.domain.states import FileState, LinkState
 from hsm_adapters.base import Batch, Health
 from hsm_adapters.simulated.adapter import SimulatedAdapter
 from tests.integration.scheduler.rows import add_request, queued

@@ -10,9 +10,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.db import queue_queries as q
 from carousel.db.engine import make_engine, make_session_factory, transaction
-from carousel.db.models import LinkState, QueuedFileRow, Recall, RequestFile, StageRequest
+from carousel.db.models import QueuedFileRow, Recall, RequestFile, StageRequest
 from carousel.domain.planning import ReadOrder, Selection
-from carousel.domain.states import FileState
+from carousel.domain.states import FileState, LinkState
 from tests.integration.conftest import EPOCH_FOR_ROWS as T0
 from tests.integration.scheduler.rows import add_request, queued
 

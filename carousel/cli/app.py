@@ -1,0 +1,338 @@
+"""carousel's command line: run the service (serve, api, scheduler), talk to it (submit, status, cancel), find
+paths to stage (library files), migrate the database (db upgrade).
+
+The commands that talk to a running service use its native HTTP API (--url, default: the configured host
+and port). Every failure is one line on stderr and exit status 2: bad options, an unreachable service, an
+unknown request id, a broken configuration.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import httpx
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from typer.core import TyperGroup
+
+from carousel.cli.console import ERROR_EXIT, CliFailure, err, out
+from carousel.cli.outlook import outlook_lines
+from carousel.cli.policy import policy_app
+from carousel.cli.report import report
+from carousel.cli.simulate import simulate
+from carousel.cli.study import study
+from carousel.config import Settings, load_settings
+from carousel.domain.errors import ConfigError, DomainError
+
+NATIVE = "/api/native/v1"
+FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED")
+
+
+class OneLineErrors(TyperGroup):
+    """Every error, the command line's own included, becomes one line on stderr and exit status 2."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            result = super().main(
+                args, prog_name, complete_var, standalone_mode=False, windows_expand_args=False, **extra
+            )
+        except typer.Abort:
+            _fail("interrupted", code=130, standalone=standalone_mode)
+        except typer.TyperException as exc:  # usage errors: bad or missing options and arguments
+            _fail(exc.format_message(), standalone=standalone_mode)
+        except (CliFailure, ConfigError, DomainError) as exc:
+            _fail(str(exc), standalone=standalone_mode)
+        code = result if isinstance(result, int) else 0
+        if standalone_mode:
+            sys.exit(code)
+        return result
+
+
+def _fail(message: str, *, code: int = ERROR_EXIT, standalone: bool = True) -> None:
+    typer.echo(f"carousel: {' '.join(message.split())}", err=True)
+    if standalone:
+        sys.exit(code)
+    raise typer.Exit(code)
+
+
+app = typer.Typer(cls=OneLineErrors, add_completion=False, help="carousel: a tape staging service.")
+db_app = typer.Typer(add_completion=False, help="The database: migrations.")
+library_app = typer.Typer(add_completion=False, help="The configured tape library.")
+app.add_typer(db_app, name="db")
+app.add_typer(library_app, name="library")
+app.add_typer(policy_app, name="policy")
+app.command("study")(study)
+app.command("simulate")(simulate)
+app.command("report")(report)
+
+
+def _help_without_command(ctx: typer.Context) -> None:
+    if ctx.invoked_subcommand is None:
+        out.print(ctx.get_help())
+        raise typer.Exit(0)
+
+
+app.callback(invoke_without_command=True)(_help_without_command)
+db_app.callback(invoke_without_command=True)(_help_without_command)
+policy_app.callback(invoke_without_command=True)(_help_without_command)
+library_app.callback(invoke_without_command=True)(_help_without_command)
+
+
+def main() -> None:
+    """The console script."""
+    app()
+
+
+def _settings(**overrides: Any) -> Settings:
+    return load_settings(**{k: v for k, v in overrides.items() if v is not None})
+
+
+HostOption = Annotated[str | None, typer.Option("--host", help="address to listen on (settings: host)")]
+PortOption = Annotated[
+    int | None, typer.Option("--port", min=0, max=65535, help="port to listen on (settings: port)")
+]
+
+
+@app.command()
+def serve(host: HostOption = None, port: PortOption = None) -> None:
+    """The API and the scheduler in one process (the embedded default)."""
+    from carousel.cli.service import serve_http, service_parts  # noqa: PLC0415 - see scheduler
+
+    with service_parts(_settings(host=host, port=port)) as parts:
+        serve_http(parts, with_scheduler=True)
+
+
+@app.command("api")
+def api_only(host: HostOption = None, port: PortOption = None) -> None:
+    """The API alone (run `carousel scheduler` beside it)."""
+    from carousel.cli.service import serve_http, service_parts  # noqa: PLC0415 - see scheduler
+
+    with service_parts(_settings(host=host, port=port)) as parts:
+        serve_http(parts, with_scheduler=False)
+
+
+@app.command()
+def scheduler(
+    once: Annotated[bool, typer.Option("--once", help="run one cycle, print what it did, and exit")] = False,
+) -> None:
+    """The scheduler alone: a cycle every cycle_interval_s until interrupted."""
+    from carousel.cli.service import run_scheduler  # noqa: PLC0415 - the service's stack, for the service only
+
+    run_scheduler(_settings(), once=once)
+
+
+# --- talking to the service -----------------------------------------------------------------------------
+
+UrlOption = Annotated[
+    str | None, typer.Option("--url", help="the service's base URL (default: the configured host and port)")
+]
+TIMEOUT_S = 30.0
+
+
+def _base_url(url: str | None) -> str:
+    if url:
+        return url.rstrip("/")
+    settings = load_settings()
+    if settings.public_url:
+        return settings.public_url
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    return f"http://{host}:{settings.port}"
+
+
+def _call(method: str, url: str, *, json: object = None, params: Mapping[str, Any] | None = None) -> Any:
+    try:
+        response = httpx.request(method, url, json=json, params=params, timeout=TIMEOUT_S)
+    except httpx.TransportError as exc:
+        raise CliFailure(f"cannot reach carousel at {url}: {exc or type(exc).__name__}") from exc
+    if response.status_code >= 400:
+        raise CliFailure(_problem_line(response))
+    return response.json() if response.content else None
+
+
+def _problem_line(response: httpx.Response) -> str:
+    try:
+        problem = response.json()
+        title = problem.get("title") or response.reason_phrase
+        detail = problem.get("detail")
+    except (ValueError, AttributeError):
+        title, detail = response.reason_phrase, None
+    text = f"{title}: {detail}" if detail else str(title)
+    return f"{text} (HTTP {response.status_code} from {response.request.url})"
+
+
+def _read_paths(paths: Sequence[str], from_file: Path | None) -> list[str]:
+    found = list(paths)
+    if from_file is not None:
+        try:
+            text = sys.stdin.read() if str(from_file) == "-" else from_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CliFailure(f"--from-file {from_file}: {exc.strerror or exc}") from exc
+        found.extend(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+    if not found:
+        raise CliFailure("no paths: give PATH arguments or --from-file FILE")
+    return found
+
+
+@app.command()
+def submit(
+    paths: Annotated[list[str] | None, typer.Argument(help="absolute paths to bring to disk")] = None,
+    *,
+    from_file: Annotated[
+        Path | None, typer.Option("--from-file", help="a file of paths, one a line ('-': standard input)")
+    ] = None,
+    priority: Annotated[int, typer.Option(help="higher first, within the group's share")] = 0,
+    group: Annotated[str | None, typer.Option(help="fair-share group (default: yours)")] = None,
+    activity: Annotated[str, typer.Option(help="what the files are for")] = "default",
+    url: UrlOption = None,
+) -> None:
+    """Ask for files to be staged; prints the request id."""
+    body: dict[str, Any] = {
+        "paths": _read_paths(paths or [], from_file),
+        "priority": priority,
+        "activity": activity,
+    }
+    if group is not None:
+        body["group"] = group
+    answer = _call("POST", f"{_base_url(url)}{NATIVE}/requests", json=body)
+    out.print(answer["id"])
+    err.print(f"{answer['files_total']} files requested")
+
+
+def _summary(base: str, request_id: str) -> dict[str, Any]:
+    summary: dict[str, Any] = _call("GET", f"{base}{NATIVE}/requests/{request_id}")
+    return summary
+
+
+def _print_summary(summary: Mapping[str, Any]) -> None:
+    request = summary["request"]
+    table = Table(title=f"request {request['id']}: {request['state']}", show_edge=False)
+    for state in summary["counts"]:
+        table.add_column(state, justify="right")
+    table.add_row(*(str(n) for n in summary["counts"].values()))
+    out.print(table)
+    for line in outlook_lines(summary.get("outlook")):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_failures(base: str, request_id: str, limit: int = 10) -> None:
+    page = _call(
+        "GET", f"{base}{NATIVE}/requests/{request_id}/files", params={"state": "FAILED", "limit": limit}
+    )
+    for file in page["files"]:
+        out.print(f"FAILED {file['path']}: {file.get('error') or 'no reason given'}")
+
+
+def _watch(base: str, request_id: str, timeout_s: float, interval_s: float) -> dict[str, Any]:
+    summary = _summary(base, request_id)
+    total = summary["request"]["files_total"]
+    deadline = time.monotonic() + timeout_s
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[counts]}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=err, transient=False) as progress:
+        task = progress.add_task(request_id, total=total, counts="")
+        while True:
+            counts = summary["counts"]
+            done = sum(counts.get(s, 0) for s in FINAL_STATES)
+            shown = " ".join(f"{s}={n}" for s, n in counts.items() if n)
+            progress.update(task, completed=done, counts=shown)
+            if summary["request"]["state"] != "ACTIVE":
+                return summary
+            if time.monotonic() >= deadline:
+                raise CliFailure(f"request {request_id} still active after {timeout_s:g} s (--timeout)")
+            time.sleep(interval_s)
+            summary = _summary(base, request_id)
+
+
+@app.command()
+def status(
+    request_id: Annotated[str, typer.Argument(metavar="ID", help="the request id submit printed")],
+    watch: Annotated[bool, typer.Option("--watch", help="follow the request until it is done")] = False,
+    timeout: Annotated[
+        float, typer.Option(min=0.0, help="give up watching after this many seconds")
+    ] = 3600.0,
+    interval: Annotated[float, typer.Option(min=0.05, help="seconds between polls while watching")] = 1.0,
+    url: UrlOption = None,
+) -> None:
+    """A request's files by state; --watch shows a progress bar until every file is done."""
+    base = _base_url(url)
+    summary = _watch(base, request_id, timeout, interval) if watch else _summary(base, request_id)
+    _print_summary(summary)
+    if summary["counts"].get("FAILED"):
+        _print_failures(base, request_id)
+
+
+@app.command()
+def cancel(
+    request_id: Annotated[str, typer.Argument(metavar="ID", help="the request id submit printed")],
+    paths: Annotated[list[str] | None, typer.Argument(help="only these files (default: all)")] = None,
+    url: UrlOption = None,
+) -> None:
+    """Cancel a request's files (all of them, or the paths given)."""
+    base = _base_url(url)
+    body = {"paths": paths} if paths else None
+    _print_summary(_call("POST", f"{base}{NATIVE}/requests/{request_id}/cancel", json=body))
+
+
+# --- the library ----------------------------------------------------------------------------------------
+
+
+@library_app.command("files")
+def library_files(
+    limit: Annotated[int, typer.Option(min=1, help="list at most this many")] = 20,
+    tape: Annotated[str | None, typer.Option(help="only the files of this cartridge")] = None,
+    long: Annotated[bool, typer.Option("--long", "-l", help="with size and cartridge")] = False,
+) -> None:
+    """Paths the configured library holds, to try staging (one a line: pipe into `submit --from-file -`)."""
+    # the adapters (numpy and the simulator) load for this command only
+    from carousel.domain.clock import SystemClock  # noqa: PLC0415
+    from hsm_adapters.registry import build_adapter  # noqa: PLC0415
+    from hsm_adapters.simulated.adapter import SimulatedAdapter  # noqa: PLC0415
+
+    settings = load_settings()
+    adapter = build_adapter(settings.adapter, settings.adapter_options, SystemClock())
+    try:
+        if not isinstance(adapter, SimulatedAdapter):
+            raise CliFailure(f"the {settings.adapter!r} adapter keeps no catalogue carousel can list")
+        catalogue = adapter.library.catalogue
+        if tape is not None and tape not in catalogue.tapes:
+            raise CliFailure(f"--tape {tape}: no such cartridge in the library")
+        entries = catalogue.on_tape(tape) if tape else (catalogue[p] for p in catalogue)
+        for n, entry in enumerate(entries):
+            if n >= limit:
+                break
+            line = f"{entry.path}\t{entry.size_bytes}\t{entry.tape}" if long else entry.path
+            typer.echo(line)
+    finally:
+        adapter.close()
+
+
+# --- the database ---------------------------------------------------------------------------------------
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Migrate the configured database to the schema this carousel needs."""
+    # SQLAlchemy and Alembic load for this command only
+    from carousel.db.engine import printable_url, upgrade_to_head  # noqa: PLC0415
+
+    settings = load_settings()
+    revision = upgrade_to_head(settings.database_url)
+    out.print(f"database {printable_url(settings.database_url)} is at revision {revision}")

@@ -1,0 +1,201 @@
+"""Running the service: `carousel serve`, `carousel api` and `carousel scheduler`.
+
+Imported by their commands only, when they run: the service's stack (FastAPI, SQLAlchemy, the scheduler,
+the adapters) takes a second or more to load, and the commands that only talk to a running service need none
+of it.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import uvicorn
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from carousel.api.app import create_app
+from carousel.cli.console import CliFailure, err, out
+from carousel.config import Settings
+from carousel.db.engine import check_schema_current, make_engine, make_session_factory, printable_url
+from carousel.domain.clock import Clock, SystemClock
+from carousel.logging import configure_logging
+from carousel.observability.cycles import observed
+from carousel.observability.exposition import serve_metrics
+from carousel.observability.metrics import ServiceMetrics
+from carousel.policy_admin.active import ActivePolicy
+from carousel.scheduler.cycle import Cycle, CycleReport
+from carousel.scheduler.event_pruning import INTERVAL_S as PRUNE_INTERVAL_S
+from carousel.scheduler.event_pruning import AppliedEventsPruner
+from carousel.scheduler.runner import CycleRunner, SideJob
+from carousel.webhooks.deliverer import WebhookDeliverer
+from hsm_adapters.base import HsmAdapter
+from hsm_adapters.registry import build_adapter
+
+LISTEN_BACKLOG = 2048
+
+
+@dataclass
+class Parts:
+    """What one process of the service holds: built from settings at start, closed at stop."""
+
+    settings: Settings
+    engine: Engine
+    session_factory: sessionmaker[Session]
+    adapter: HsmAdapter
+    clock: Clock
+    metrics: ServiceMetrics  # one registry for the process: its API's and its scheduler's figures
+
+
+@contextmanager
+def service_parts(settings: Settings) -> Iterator[Parts]:
+    configure_logging(settings.log_format, settings.log_level)
+    engine = make_engine(settings)
+    try:
+        check_schema_current(engine)
+        clock = SystemClock()
+        adapter = build_adapter(settings.adapter, settings.adapter_options, clock)
+        try:
+            yield Parts(settings, engine, make_session_factory(engine), adapter, clock, ServiceMetrics())
+        finally:
+            adapter.close()
+    finally:
+        engine.dispose()
+
+
+def _cycle(parts: Parts) -> tuple[Cycle, CycleRunner]:
+    # the admins' choice (carousel policy set, the admin API), read by every cycle; the settings' until then
+    active = ActivePolicy(parts.settings, parts.session_factory)
+    cycle = Cycle(
+        parts.settings,
+        parts.session_factory,
+        parts.adapter,
+        active.current(),
+        parts.clock,
+        policy_source=active.current,
+    )
+    deliverer = WebhookDeliverer(
+        parts.settings.webhooks, parts.session_factory, parts.clock, on_report=parts.metrics.observe_webhooks
+    )
+    webhooks = SideJob(
+        "carousel-webhooks", deliverer.run_once, parts.settings.webhooks.interval_s, close=deliverer.close
+    )
+    pruner = AppliedEventsPruner(
+        parts.session_factory, parts.clock, parts.settings.applied_events_retention_s
+    )
+    # at start too: a process restarted more often than hourly would otherwise never prune
+    pruning = SideJob("carousel-prune-applied-events", pruner.run_once, PRUNE_INTERVAL_S, run_at_start=True)
+    runner = CycleRunner(
+        observed(cycle.run_once, parts.metrics),
+        parts.settings.cycle_interval_s,
+        side_jobs=[webhooks, pruning],
+    )
+    return cycle, runner
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything is announced, so a taken port is a clear one-line error."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except OSError as exc:
+        raise CliFailure(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(LISTEN_BACKLOG)
+    except OSError as exc:
+        sock.close()
+        raise CliFailure(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    return sock
+
+
+def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
+    settings = parts.settings
+    api = create_app(
+        settings,
+        adapter=parts.adapter,
+        clock=parts.clock,
+        session_factory=parts.session_factory,
+        metrics=parts.metrics,
+    )
+    scheduling = _cycle(parts) if with_scheduler else None
+    with _listen(settings.host, settings.port) as sock:
+        host, port = sock.getsockname()[:2]
+        base = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        what = "API and scheduler" if with_scheduler else "API"
+        out.print(f"carousel {what} listening on {base} (Tape REST: {base}/api/v1, docs: {base}/docs)")
+        out.print(f"library: {settings.adapter} adapter; database: {printable_url(settings.database_url)}")
+        if settings.anonymous:
+            out.print("anonymous access is on: anyone who can reach this address can stage files")
+        # log_config=None: uvicorn's records go through the process's structlog handler
+        # proxy_headers off: the client address stays the socket's peer, which is what decides whether a
+        # forwarded X.509 subject comes from a trusted proxy (docs/security.md).
+        config = uvicorn.Config(api, log_level="warning", log_config=None, proxy_headers=False)
+        server = uvicorn.Server(config)
+        if scheduling is not None:
+            scheduling[1].start()
+        try:
+            server.run(sockets=[sock])
+        finally:
+            if scheduling is not None:
+                scheduling[1].stop()
+                scheduling[0].close()  # gives up the leader lock: a standby takes over at once
+
+
+def run_scheduler(settings: Settings, *, once: bool) -> None:
+    """The scheduler alone: a cycle every cycle_interval_s until SIGINT or SIGTERM; with once, one cycle."""
+    with service_parts(settings) as parts:
+        cycle, runner = _cycle(parts)
+        if once:
+            _print_cycle(cycle.run_once())
+            cycle.close()
+            return
+        stop = threading.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop.set())
+        out.print(f"carousel scheduler: a cycle every {parts.settings.cycle_interval_s:g} s (Ctrl-C stops)")
+        stop_metrics = _scheduler_metrics(parts)
+        runner.start()
+        try:
+            stop.wait()
+        finally:
+            runner.stop()
+            cycle.close()  # gives up the leader lock: a standby takes over at once
+            stop_metrics()
+
+
+def _scheduler_metrics(parts: Parts) -> Callable[[], None]:
+    """/metrics on scheduler_metrics_port when set; returns what stops it."""
+    port = parts.settings.scheduler_metrics_port
+    if port is None:
+        return lambda: None
+    parts.metrics.watch_database(parts.session_factory, parts.clock)
+    try:
+        bound, stop = serve_metrics(parts.metrics, parts.settings.host, port)
+    except OSError as exc:
+        where = f"{parts.settings.host}:{port}"
+        raise CliFailure(f"cannot serve metrics on {where}: {exc.strerror or exc}") from exc
+    out.print(f"metrics on http://{parts.settings.host}:{bound}/metrics")
+    return stop
+
+
+def _print_cycle(report: CycleReport) -> None:
+    if report.database_unavailable:
+        raise CliFailure(report.errors[-1])
+    if not report.leader:
+        out.print("another scheduler holds the leader lock: nothing done")
+        return
+    out.print(
+        f"health {report.health}; tapes with work {report.tapes_with_work}; claimed {report.claimed}; "
+        f"submitted {report.files_submitted} files in {report.batches_submitted} batches; "
+        f"recovered {report.recovered_claims}; cancelled {report.cancelled}; {report.elapsed_s * 1000:.0f} ms"
+    )
+    for problem in report.errors:
+        err.print(f"error: {problem}")

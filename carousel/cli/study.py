@@ -1,0 +1,43 @@
+"""`carousel study NAME|all --out DIR`: run studies and write their HTML report, with a progress bar.
+
+Registered on the main command line by carousel.cli.app. `studies` is imported inside the command, never when
+this module loads: the service does not depend on the studies (and loading them pulls in matplotlib).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+
+def study(
+    name: Annotated[str, typer.Argument(help="A study name (tape-efficiency, worker-disks, ...) or 'all'.")],
+    out: Annotated[
+        Path, typer.Option("--out", help="Directory for the report (index.html), tables and figures.")
+    ],
+) -> None:
+    """Run a study (or all of them) and write an HTML report with its figures and tables."""
+    from studies.report import build_report, select_studies  # noqa: PLC0415 - keeps studies out of the service
+
+    names = select_studies(name)  # refuses an unknown name before anything runs
+    console = Console(stderr=True)
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=False) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def show(study_name: str, step: str, done: int, total: int) -> None:
+            if study_name not in tasks:
+                tasks[study_name] = bar.add_task(study_name, total=total)
+            bar.update(tasks[study_name], completed=done, total=total, description=f"{study_name}: {step}")
+
+        index = build_report(names, out, show)
+    Console(highlight=False).print(f"report: {index}")

@@ -1,0 +1,338 @@
+"""Trace replay: the service's planning path over a memory queue, against the simulated library in virtual
+time.
+
+Per tick of the cycle interval, in the service's order: the library's events since the last tick are
+applied (completion), the trace's requests that arrived meanwhile are queued (intake), then one pass of the
+very planning path the service runs (`carousel.scheduler.planning_path`: snapshot, policy, budget, claim,
+hand-over) with the library's health and capacity, fed as the service's cycle feeds it
+(`carousel.scheduler.feed`: nothing while the library is offline, the recovery pace after an outage or a
+stall, only probes while it is stalled). The simulated library (`hsm_adapters.simulated`) runs on a
+ManualClock behind the same adapter the service uses.
+
+Ticks where nothing can change are skipped, which is what makes a replay of days take seconds: after a pass
+that claimed nothing, the next pass runs at the first tick at or after the earliest of the next arrival, the
+library's next event, the plan's `wake_at`, the next retry coming due and a stalled library's next probe.
+Until then the snapshot and the library stay as they are, and a policy is a function of its snapshot, so the
+skipped passes would have planned nothing either (tests/replay/test_replay.py checks it against a replay
+of every tick).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from carousel.config import Settings
+from carousel.domain.clock import ManualClock
+from carousel.domain.errors import ConfigError
+from carousel.replay.library_setup import LibraryFile, LibrarySetup, apply_library_file, default_setup
+from carousel.replay.memory_store import MemoryQueueStore, Retry
+from carousel.replay.trace import Trace
+from carousel.scheduler.feed import FeedControl, FeedSettings
+from carousel.scheduler.planning_path import Dispatch, PlanningPath
+from carousel.scheduler.read_timeouts import ReadTimeouts
+from hsm_adapters.base import Health, HsmAdapter
+from hsm_adapters.simulated.adapter import SimulatedAdapter
+from hsm_adapters.simulated.catalogue import Catalogue, CatalogueInvalid
+from hsm_adapters.simulated.costs import library_costs
+from hsm_adapters.simulated.library import Library, LibraryStats
+from hsm_adapters.simulated.physics import TapePhysics
+from hsm_adapters.simulated.profiles import DriveProfile, load_profile
+from hsm_adapters.simulated.read_order import ShortestLocateFirst
+from policies.registry import build_policy
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # trace second 0
+MAX_VIRTUAL_S = 10 * 365 * 86_400.0  # a replay that has not ended after ten virtual years is stuck
+_INSTANT = timedelta(microseconds=1)  # reads started up to now, the clock's own instant included
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayConfig:
+    profile: str  # a built-in profile name or a profile file
+    drives: int
+    policy: str
+    policy_options: Mapping[str, Any] = field(default_factory=dict)
+    seed: int = 0  # the fault plan's random draws and the choice of new media
+    library: LibraryFile | None = None
+    library_source: str = "library"
+    cycle_interval_s: float = 2.0  # the service's default
+    max_files_per_cycle: int = 10_000
+    max_attempts: int = 3
+    retry_backoff_s: float = 600.0
+    skip_idle_ticks: bool = True  # False runs a pass at every tick, as the service does (for checks)
+    # Library seconds per clock second, as the service's simulated library option `scale`: the trace's
+    # times, the cycle interval and the policy's clock are clock seconds, the library runs this much faster
+    # (a replay of the service's own history, carousel.policy_admin.history_replay).
+    time_scale: float = 1.0
+    # the service's recovery pace and liveness watch (carousel.scheduler.feed), with the service's defaults:
+    # a library back from an outage, or moving again after a stall, gets its backlog as the service gives it
+    feed: FeedSettings = field(default_factory=FeedSettings)
+    fair_share_window_s: float = 86_400.0  # the service's fair_share_window_s
+    # the service's read timeouts (carousel.scheduler.read_timeouts): a read that hangs is cancelled and its
+    # attempt fails after factor x its read time + margin, as in the service
+    read_timeout_factor: float = 3.0
+    read_timeout_margin_s: float = 600.0
+
+
+def with_service_settings(config: ReplayConfig, settings: Settings) -> ReplayConfig:
+    """`config` planning as the service configured by `settings` plans: its cycle interval, files per
+    cycle, retries, recovery pace, liveness watch, fair-share window and read timeouts (the policy stays
+    `config`'s)."""
+    return replace(
+        config,
+        cycle_interval_s=settings.cycle_interval_s,
+        max_files_per_cycle=settings.max_files_per_cycle,
+        max_attempts=settings.max_attempts,
+        retry_backoff_s=settings.retry_backoff_s,
+        feed=FeedSettings.of(settings),
+        fair_share_window_s=settings.fair_share_window_s,
+        read_timeout_factor=settings.read_timeout_factor,
+        read_timeout_margin_s=settings.read_timeout_margin_s,
+    )
+
+
+@dataclass(slots=True)
+class ReplayResult:
+    config: ReplayConfig
+    setup: LibrarySetup
+    profile: DriveProfile
+    physics: TapePhysics
+    trace: Trace
+    store: MemoryQueueStore
+    library: LibraryStats
+    cycles: int  # planning passes run (skipped ticks not counted)
+    ticks: int  # cycle intervals the replay spanned
+    handovers: list[tuple[float, int]]  # (second, files handed to the library) of every pass
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayLibrary:
+    """The simulated library a replay runs against, as the policy's system ran it."""
+
+    library: Library
+    physics: TapePhysics
+    profile: DriveProfile
+    setup: LibrarySetup
+
+    def adapter(self, clock: ManualClock, scale: float = 1.0) -> HsmAdapter:
+        """The library behind the service's adapter on `clock`, with the setup's read order."""
+        adapter: HsmAdapter = SimulatedAdapter(self.library, clock, scale=scale)
+        if self.setup.read_order == "shortest_locate":
+            adapter = ShortestLocateFirst(adapter, self.physics)
+        return adapter
+
+
+def replay_library(trace: Trace, config: ReplayConfig) -> ReplayLibrary:
+    """A fresh library holding the trace's files, set up for the configured policy."""
+    if config.drives < 1:
+        raise ConfigError(f"drives must be at least 1, got {config.drives}")
+    profile = load_profile(config.profile)
+    physics = TapePhysics(profile)
+    setup = apply_library_file(
+        default_setup(config.policy, config.policy_options), config.library, source=config.library_source
+    )
+    library = _library(_catalogue(trace, profile), physics, config, setup)
+    return ReplayLibrary(library=library, physics=physics, profile=profile, setup=setup)
+
+
+@dataclass(frozen=True, slots=True)
+class PassSeen:
+    """One planning pass as an observer sees it, just after it ran: the trace's first `arrived` rows are
+    queued (store row n is trace row n)."""
+
+    dispatch: Dispatch
+    store: MemoryQueueStore
+    arrived: int
+
+
+def replay(
+    trace: Trace, config: ReplayConfig, *, observer: Callable[[PassSeen], None] | None = None
+) -> ReplayResult:
+    """`observer`, if given, is called after every planning pass (to measure, never to steer)."""
+    if config.cycle_interval_s <= 0:
+        raise ConfigError(f"cycle interval must be positive, got {config.cycle_interval_s}")
+    if config.time_scale <= 0:
+        raise ConfigError(f"time scale must be positive, got {config.time_scale}")
+    built = replay_library(trace, config)
+    profile, physics, setup, library = built.profile, built.physics, built.setup, built.library
+    policy = build_policy(config.policy, config.policy_options)
+    clock = ManualClock(EPOCH)
+    adapter = built.adapter(clock, config.time_scale)
+    store = MemoryQueueStore(
+        Retry(config.max_attempts, config.retry_backoff_s),
+        track_usage="fair_share" in config.policy_options,
+        usage_window_s=config.fair_share_window_s,
+    )
+    counter = itertools.count(1)
+    path = PlanningPath(
+        store,
+        adapter,
+        policy,
+        clock,
+        max_files_per_cycle=config.max_files_per_cycle,
+        costs=library_costs(physics).per_clock(config.time_scale),
+        new_key=lambda: f"c{next(counter)}",
+    )
+    feed = FeedControl(config.feed, max_files_per_cycle=config.max_files_per_cycle, costs=path.costs)
+    read_timeouts = ReadTimeouts(
+        store.reads_started_before,
+        store.fail_attempts,
+        adapter,
+        clock,
+        costs=path.costs,
+        factor=config.read_timeout_factor,
+        margin_s=config.read_timeout_margin_s,
+    )
+
+    rows = trace.rows
+    interval = config.cycle_interval_s
+    arrived = 0
+    tick = 0
+    cycles = 0
+    handovers: list[tuple[float, int]] = []
+    while True:
+        now_s = tick * interval
+        if now_s > MAX_VIRTUAL_S:
+            raise ConfigError(
+                f"replay stuck: {store.active} files still wait after {now_s:g} s of virtual time"
+            )
+        clock.set(EPOCH + timedelta(seconds=now_s))
+        events = adapter.poll_events()
+        feed.observe_events(events, clock.now())
+        store.apply(events)
+        while arrived < len(rows) and rows[arrived].arrival_s <= now_s:
+            row = rows[arrived]
+            store.add(
+                path=row.path,
+                tape=row.tape,
+                position=row.position_bytes,
+                size=row.size_bytes,
+                group=row.group,
+                priority=row.priority,
+                at=EPOCH + timedelta(seconds=row.arrival_s),
+            )
+            arrived += 1
+        if arrived == len(rows) and store.active == 0:
+            break
+        health = adapter.health()
+        if health is not Health.OFFLINE and _checks_timeouts(read_timeouts, tick, interval):
+            read_timeouts.run()  # as the cycle: reads that hang are cancelled and their attempts fail
+        budget = feed.budget(health, clock.now())  # the service's pace after an outage or a stall
+        path.max_files_per_cycle = max(budget.files, 1)
+        dispatch = path.run(adapter.capacity(), health is not Health.OFFLINE, submit=budget.files > 0)
+        plan = feed.after_pass(dispatch, budget, clock.now())
+        cycles += 1
+        handovers.append((now_s, dispatch.files_submitted))
+        if observer is not None:
+            observer(PassSeen(dispatch, store, arrived))
+        if dispatch.claimed or not config.skip_idle_ticks:
+            tick += 1
+            continue
+        upcoming = [
+            rows[arrived].arrival_s if arrived < len(rows) else None,
+            _clock_seconds(library.next_event_time(), config.time_scale),
+            _seconds(dispatch.plan.wake_at),
+            _seconds(store.next_due()),
+            _seconds(feed.next_probe_at()),
+            _timeout_check_after(read_timeouts, store, clock.now(), interval),
+        ]
+        soonest = min((t for t in upcoming if t is not None), default=None)
+        if soonest is None or soonest > MAX_VIRTUAL_S:
+            raise ConfigError(
+                f"replay stuck at {now_s:g} s: {store.active} files wait and nothing will change"
+                f" (policy {config.policy}: {next(iter(plan.waiting.values()), 'no reason given')})"
+            )
+        tick = max(tick + 1, math.ceil(soonest / interval - 1e-9))
+    ticks = tick
+    # let the library finish its unmounts, so every mount has its end
+    while (t := _clock_seconds(library.next_event_time(), config.time_scale)) is not None:
+        # a clock keeps microseconds: round up, or the library would stay just short of its event
+        clock.set(max(clock.now(), EPOCH + timedelta(microseconds=math.ceil(t * 1e6))))
+        store.apply(adapter.poll_events())
+    return ReplayResult(
+        config=config,
+        setup=setup,
+        profile=profile,
+        physics=physics,
+        trace=trace,
+        store=store,
+        library=library.stats(),
+        cycles=cycles,
+        ticks=ticks,
+        handovers=handovers,
+    )
+
+
+def _clock_seconds(library_s: float | None, time_scale: float) -> float | None:
+    return None if library_s is None else library_s / time_scale
+
+
+def _checks_timeouts(read_timeouts: ReadTimeouts, tick: int, interval: float) -> bool:
+    """The service's cycle checks for hung reads at its first cycle in each slot (it runs every tick): the
+    replay checks at the same ticks only, whichever others it runs."""
+    at = EPOCH + timedelta(seconds=tick * interval)
+    return tick == 0 or read_timeouts.slot(at) != read_timeouts.slot(at - timedelta(seconds=interval))
+
+
+def _timeout_check_after(
+    read_timeouts: ReadTimeouts, store: MemoryQueueStore, now: datetime, interval: float
+) -> float | None:
+    """The first tick (in seconds) at which the service's check would find a read in flight overdue."""
+    deadline = read_timeouts.deadline(store.reads_started_before(now + _INSTANT, len(store.files)))
+    if deadline is None:
+        return None
+    tick = math.floor((deadline - EPOCH).total_seconds() / interval) + 1  # the first tick after it
+    while not _checks_timeouts(read_timeouts, tick, interval):
+        tick += 1  # at most a slot's worth of ticks
+    return tick * interval
+
+
+def _seconds(when: datetime | None) -> float | None:
+    return None if when is None else (when - EPOCH).total_seconds()
+
+
+def _catalogue(trace: Trace, profile: DriveProfile) -> Catalogue:
+    first: dict[str, tuple[int, str, int]] = {}
+    for row in trace.rows:
+        first.setdefault(row.path, (row.size_bytes, row.tape, row.position_bytes))
+    paths = list(first)
+    try:
+        return Catalogue(
+            paths,
+            [first[p][0] for p in paths],
+            [first[p][1] for p in paths],
+            [first[p][2] for p in paths],
+            capacity_bytes=profile.capacity_bytes,
+        )
+    except CatalogueInvalid as exc:
+        raise ConfigError(
+            f"{trace.source}: the files do not fit profile {profile.name}'s cartridges:"
+            f" {paths[exc.problem.row]} ({exc.problem.column}): {exc}"
+        ) from exc
+
+
+def _library(
+    catalogue: Catalogue, physics: TapePhysics, config: ReplayConfig, setup: LibrarySetup
+) -> Library:
+    faults = setup.faults
+    if faults is not None and config.seed:
+        faults = replace(faults, seed=config.seed)  # every fault kept, the replay's seed
+    tapes = catalogue.tapes
+    new_count = round(setup.new_media_fraction * len(tapes))
+    new_media = random.Random(f"new-media:{config.seed}").sample(tapes, new_count) if new_count else []
+    return Library(
+        catalogue,
+        physics,
+        drives=config.drives,
+        robots=setup.robots,
+        discipline=setup.discipline,
+        queue_depth=setup.queue_depth,
+        faults=faults,
+        new_cartridges=new_media,
+        dismount_delay_s=setup.dismount_delay_s,
+    )

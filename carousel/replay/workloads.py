@@ -1,0 +1,148 @@
+"""The workloads the policies are compared on: generators with fixed seeds, so every trace is reproducible
+to the byte (`carousel workload NAME --out T.csv` writes one).
+
+- star_batch (9 × t9940b): a STAR-like bulk restore: 50,000 single-file requests for files drawn at random
+  from 2,000 cartridges (STAR's 2006 file sizes), all submitted within ten minutes;
+- light_load (9 × t9940b): the same library under a trickle: 1,000 single-file requests, one every 3 minutes
+  on average (Poisson), about a tenth of what the drives serve at one file per mount;
+- lto_modern (16 × lto9): WLCG-style bulk requests: 250 requests of 200 files over 24 hours (uniform
+  arrivals), each from a dataset spread over a few of 1,000 LTO-9 cartridges, three groups (50/30/20 % of
+  requests), one request in ten with priority 1.
+
+`scale` shrinks a workload (requests and cartridges together) for tests; the full size is scale 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from carousel.domain.errors import ConfigError
+from carousel.replay.trace import Trace, TraceRow, make_trace
+from hsm_adapters.simulated.catalogue import Catalogue, generate_catalogue
+from hsm_adapters.simulated.profiles import load_profile
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    name: str
+    profile: str
+    drives: int
+    description: str
+    generate: Callable[[float], Trace]
+
+
+def _scaled(full: int, scale: float, least: int) -> int:
+    if not 0 < scale <= 1:
+        raise ConfigError(f"workload scale must lie in (0, 1], got {scale}")
+    return max(least, round(full * scale))
+
+
+def _star_catalogue(seed: int, cartridges: int) -> Catalogue:
+    # 500 files of STAR's 2006 sizes (about 145 GB) on each 200 GB cartridge, end to end
+    return generate_catalogue(seed, cartridges, 500, "star2006", load_profile("t9940b"))
+
+
+def _rows_for(catalogue: Catalogue, picks: np.ndarray, arrivals: np.ndarray, group: str) -> list[TraceRow]:
+    paths = list(catalogue)
+    rows = []
+    for number, (index, arrival) in enumerate(zip(picks.tolist(), arrivals.tolist(), strict=True), start=1):
+        entry = catalogue[paths[index]]
+        rows.append(
+            TraceRow(
+                arrival_s=round(float(arrival), 3),
+                request=f"r{number:06d}",
+                path=entry.path,
+                size_bytes=entry.size_bytes,
+                tape=entry.tape,
+                position_bytes=entry.position_bytes,
+                group=group,
+            )
+        )
+    return rows
+
+
+def star_batch(scale: float = 1.0) -> Trace:
+    seed = 2006
+    cartridges = _scaled(2_000, scale, 2)
+    requests = _scaled(50_000, scale, 1)
+    catalogue = _star_catalogue(seed, cartridges)
+    rng = np.random.default_rng(seed)
+    picks = rng.choice(len(catalogue), size=requests, replace=False)
+    arrivals = np.sort(rng.uniform(0.0, 600.0, size=requests))
+    return make_trace(_rows_for(catalogue, picks, arrivals, "star"), f"workload star_batch (scale {scale:g})")
+
+
+def light_load(scale: float = 1.0) -> Trace:
+    seed = 2007
+    cartridges = _scaled(2_000, scale, 2)
+    requests = _scaled(1_000, scale, 1)
+    catalogue = _star_catalogue(seed, cartridges)
+    rng = np.random.default_rng(seed)
+    picks = rng.choice(len(catalogue), size=requests, replace=False)
+    arrivals = np.cumsum(rng.exponential(180.0, size=requests))
+    return make_trace(_rows_for(catalogue, picks, arrivals, "star"), f"workload light_load (scale {scale:g})")
+
+
+LTO_GROUPS = ("atlas", "cms", "lhcb")
+LTO_GROUP_SHARES = (0.5, 0.3, 0.2)
+
+
+def lto_modern(scale: float = 1.0) -> Trace:
+    seed = 2024
+    cartridges = _scaled(1_000, scale, 4)
+    requests = _scaled(250, scale, 2)
+    files_per_request = 200
+    profile = load_profile("lto9")
+    # 80 catalogued files spread over each 18 TB cartridge, as datasets sit among other data
+    catalogue = generate_catalogue(seed, cartridges, 80, "lognormal:3e9:0.5", profile, layout="spread")
+    paths = list(catalogue)
+    by_tape = [np.arange(n * 80, (n + 1) * 80) for n in range(cartridges)]  # rows are by tape, then position
+    rng = np.random.default_rng(seed)
+    arrivals = np.sort(rng.uniform(0.0, 86_400.0, size=requests))
+    rows: list[TraceRow] = []
+    for number, arrival in enumerate(arrivals.tolist(), start=1):
+        spread = int(min(cartridges, max(1, rng.geometric(1 / 5))))
+        tapes = rng.choice(cartridges, size=spread, replace=False)
+        pool = np.concatenate([by_tape[t] for t in tapes.tolist()])
+        picks = rng.choice(pool, size=min(files_per_request, len(pool)), replace=False)
+        group = LTO_GROUPS[int(rng.choice(len(LTO_GROUPS), p=LTO_GROUP_SHARES))]
+        priority = 1 if rng.random() < 0.1 else 0
+        for index in sorted(picks.tolist()):
+            entry = catalogue[paths[index]]
+            rows.append(
+                TraceRow(
+                    arrival_s=round(float(arrival), 3),
+                    request=f"r{number:04d}",
+                    path=entry.path,
+                    size_bytes=entry.size_bytes,
+                    tape=entry.tape,
+                    position_bytes=entry.position_bytes,
+                    group=group,
+                    priority=priority,
+                )
+            )
+    return make_trace(rows, f"workload lto_modern (scale {scale:g})")
+
+
+WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in (
+        Workload(
+            "star_batch", "t9940b", 9, "STAR-like bulk restore, 50,000 files on 2,000 cartridges", star_batch
+        ),
+        Workload(
+            "light_load", "t9940b", 9, "a trickle of single-file requests, far below capacity", light_load
+        ),
+        Workload("lto_modern", "lto9", 16, "WLCG-style bulk requests on LTO-9, three groups", lto_modern),
+    )
+}
+
+
+def workload(name: str) -> Workload:
+    found = WORKLOADS.get(name)
+    if found is None:
+        raise ConfigError(f"unknown workload {name!r}: available are {', '.join(sorted(WORKLOADS))}")
+    return found

@@ -1,0 +1,1 @@
+"""Scheduling policies by simulation: queue depth, drives and grouping by tape (seed 003)."""
