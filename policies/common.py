@@ -31,14 +31,6 @@ def main_group(groups: Iterable[GroupDemand], default: str = "default") -> str:
     return default if best is None else best.group
 
 
-def slot_room(snapshot: Snapshot, service_class: str) -> int | None:
-    """Files the library still takes in the class, or None when it reports no depth for any class."""
-    slots = snapshot.library.queue_slots
-    if not slots:
-        return None
-    return slots.get(service_class, 0)
-
-
 def age_s(tape: TapeDemand, now: datetime) -> float:
     return max(0.0, (now - tape.oldest).total_seconds())
 
@@ -68,8 +60,3 @@ class CostOptions(BaseModel):
 
 def costs_of(snapshot: Snapshot, fallback: CostOptions) -> LibraryCosts:
     return snapshot.library.costs or fallback.costs()
-
-
-def with_reason(waiting: dict[str, str], tapes: Iterable[TapeDemand], reason: str) -> None:
-    for tape in tapes:
-        waiting.setdefault(tape.tape, reason)
