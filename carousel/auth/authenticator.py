@@ -12,8 +12,8 @@ from carousel.auth.errors import InsufficientScope, InvalidToken, MissingCredent
 from carousel.auth.identities import caller_of_token, callers_by_key, token_digest
 from carousel.auth.jwt_tokens import JwtVerifier
 from carousel.config.auth import AuthSettings
+from carousel.domain.callers import ANONYMOUS, Caller
 from carousel.domain.clock import Clock
-from carousel.intake.model import ANONYMOUS, Caller
 
 log = logging.getLogger(__name__)
 
