@@ -30,9 +30,9 @@ from carousel.db.engine import make_engine, make_session_factory, transaction, u
 from carousel.db.history_queries import asked_files
 from carousel.db.models import QueuedFileRow, Recall, RequestFile, StageRequest
 from carousel.domain.clock import ManualClock
+from carousel.domain.policy_choice import PolicyChoice
 from carousel.domain.states import LinkState
 from carousel.policy_admin.history_replay import history_trace, replay_history
-from carousel.policy_admin.model import PolicyChoice
 from carousel.replay.driver import ReplayConfig, replay
 
 NOW = datetime(2026, 3, 2, tzinfo=UTC)

@@ -34,8 +34,9 @@ from sqlalchemy.engine import URL
 from carousel.api.app import create_app
 from carousel.config import Settings
 from carousel.db.engine import make_engine, make_session_factory, transaction, upgrade_to_head
+from carousel.domain.callers import ANONYMOUS
 from carousel.domain.clock import SystemClock
-from carousel.intake.model import ANONYMOUS, Api, StageOrder
+from carousel.intake.model import Api, StageOrder
 from carousel.intake.submit import submit
 from hsm_adapters.base import OnTape
 from hsm_adapters.simulated.adapter import SimulatedAdapter, build_simulated_adapter

@@ -15,7 +15,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from carousel.auth.settings import IssuerSettings, StaticToken
+from carousel.config.auth import IssuerSettings, StaticToken
 
 ISSUER = "https://iam.star.test"
 AUDIENCE = "https://carousel.test"

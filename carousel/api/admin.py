@@ -28,12 +28,12 @@ from carousel.api.context import AppContext, Context, DbSession, DbSlot
 from carousel.api.problems import PROBLEM_JSON
 from carousel.config import library_time_scale
 from carousel.db.engine import transaction
+from carousel.domain.policy_choice import PolicyChoice
 from carousel.outlook.projection import Projection
 from carousel.outlook.reasons import classify
 from carousel.policy_admin import changes
 from carousel.policy_admin.dry_run import dry_run
 from carousel.policy_admin.history_replay import replay_history
-from carousel.policy_admin.model import PolicyChoice
 from policies.registry import available_policies
 
 PREFIX = "/api/admin/v1"

@@ -7,10 +7,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from carousel.domain.policy_choice import AuditEntry, PolicyChoice
+from carousel.domain.policy_diff import differences
 from carousel.policy_admin.changes import MAX_REASON_LENGTH
-from carousel.policy_admin.diff import differences
 from carousel.policy_admin.history_replay import MAX_HOURS, HistoryReplay, Outcome
-from carousel.policy_admin.model import ActivePolicySettings, AuditEntry, PolicyChoice
+from carousel.policy_admin.model import ActivePolicySettings
 
 
 class _Strict(BaseModel):

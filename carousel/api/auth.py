@@ -13,8 +13,8 @@ from carousel.api.rate_limit import Rate, RateLimiter
 from carousel.auth.authenticator import Authenticator
 from carousel.auth.errors import InsufficientScope, MissingCredentials
 from carousel.config import Settings
+from carousel.domain.callers import ANONYMOUS, Caller
 from carousel.domain.clock import Clock
-from carousel.intake.model import ANONYMOUS, Caller
 
 
 def install_auth(state: State, settings: Settings, clock: Clock) -> None:

@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from carousel.api.auth import current_caller as current_caller  # noqa: PLC0414 (re-exported for the routes)
 from carousel.api.status_cache import StatusCache
 from carousel.config import Settings
+from carousel.domain.callers import Caller
 from carousel.domain.clock import Clock
-from carousel.intake.model import Caller
 from hsm_adapters.base import HsmAdapter
 
 _AFTER_COMMIT = "carousel.after_commit"

@@ -13,9 +13,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
 
+from carousel.domain.callers import Caller
 from carousel.domain.clock import Clock
 from carousel.domain.errors import TooManyRequests
-from carousel.intake.model import Caller
 
 
 @dataclass(slots=True)

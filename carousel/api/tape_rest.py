@@ -31,12 +31,13 @@ from carousel.api.tape_rest_schemas import (
     StageIn,
     StageStatusOut,
 )
+from carousel.domain.callers import Caller
 from carousel.intake import archive_info as archive_info_case
 from carousel.intake import cancel as cancel_case
 from carousel.intake import release as release_case
 from carousel.intake import status as status_case
 from carousel.intake import submit as submit_case
-from carousel.intake.model import Api, Caller, StageOrder
+from carousel.intake.model import Api, StageOrder
 
 PREFIX = "/api/v1"
 CLIENT_INFO_MAX = 1024

@@ -11,9 +11,9 @@ from ipaddress import ip_address
 from carousel.auth.errors import InsufficientScope, InvalidToken, MissingCredentials
 from carousel.auth.identities import caller_of_token, callers_by_key, token_digest
 from carousel.auth.jwt_tokens import JwtVerifier
-from carousel.auth.settings import AuthSettings
+from carousel.config.auth import AuthSettings
+from carousel.domain.callers import ANONYMOUS, Caller
 from carousel.domain.clock import Clock
-from carousel.intake.model import ANONYMOUS, Caller
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from carousel.auth.errors import InvalidToken
 from carousel.auth.jwt_tokens import VerifiedToken
 from carousel.auth.scopes import GROUP_SHARING_SCOPE, grants_of, parse_scopes, split_scope_claim
-from carousel.auth.settings import LocalIdentity
+from carousel.config.auth import LocalIdentity
+from carousel.domain.callers import Caller
 from carousel.domain.errors import ConfigError
-from carousel.intake.model import Caller
 
 OWNER_MAX = 256  # the width of requests.owner
 

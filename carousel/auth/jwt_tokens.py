@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
 from carousel.auth.errors import InvalidToken
-from carousel.auth.settings import ANY_AUDIENCE, IssuerSettings
+from carousel.config.auth import ANY_AUDIENCE, IssuerSettings
 from carousel.domain.clock import Clock
 from carousel.domain.errors import ConfigError, Unavailable
 

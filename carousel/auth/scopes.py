@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from carousel.auth.errors import InvalidToken
-from carousel.intake.grants import Grants, PathScope
+from carousel.domain.grants import Grants, PathScope
 
 STAGE = "storage.stage"
 READ_ONLY = frozenset({"storage.read", "storage.create", "storage.modify"})

@@ -22,10 +22,10 @@ from typer.core import TyperGroup
 
 from carousel.cli.console import ERROR_EXIT, CliFailure, err, out
 from carousel.cli.outlook import outlook_lines
+from carousel.cli.plugins import add_plugin_commands
 from carousel.cli.policy import policy_app
 from carousel.cli.report import report
 from carousel.cli.simulate import simulate
-from carousel.cli.study import study
 from carousel.config import Settings, load_settings
 from carousel.domain.errors import ConfigError, DomainError
 
@@ -74,7 +74,7 @@ library_app = typer.Typer(add_completion=False, help="The configured tape librar
 app.add_typer(db_app, name="db")
 app.add_typer(library_app, name="library")
 app.add_typer(policy_app, name="policy")
-app.command("study")(study)
+add_plugin_commands(app)  # `carousel study`, from the studies
 app.command("simulate")(simulate)
 app.command("report")(report)
 

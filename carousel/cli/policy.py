@@ -20,8 +20,8 @@ from rich.table import Table
 from carousel.config import Settings, library_time_scale, load_settings
 from carousel.domain.clock import SystemClock
 from carousel.domain.errors import InvalidInput
-from carousel.policy_admin.diff import differences
-from carousel.policy_admin.model import PolicyChoice
+from carousel.domain.policy_choice import PolicyChoice
+from carousel.domain.policy_diff import differences
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker

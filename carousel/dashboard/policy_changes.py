@@ -1,5 +1,6 @@
 """Where the dashboard reads recent changes of the scheduling policy: the audit trail that policy
-administration keeps (carousel.policy_admin), one line per change, naming the settings it changed."""
+administration keeps (carousel.policy_admin) as the database holds it, one line per change, naming the
+settings it changed."""
 
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from carousel.db.policy_queries import audit_entries
-from carousel.policy_admin.changes import audit_entry
-from carousel.policy_admin.diff import differences
+from carousel.domain.policy_diff import differences
 
 SHOWN_CHARS = 160  # per cell: a long options table is cut, the audit API has it whole
 
@@ -32,8 +32,7 @@ def _cut(text: str) -> str:
 def recent_policy_changes(session: Session, limit: int) -> list[PolicyChange]:
     """The latest `limit` changes, newest first."""
     changes: list[PolicyChange] = []
-    for row in audit_entries(session, limit=limit):
-        entry = audit_entry(row)
+    for entry in audit_entries(session, limit=limit):
         found = differences(entry.old, entry.new)
         changes.append(
             PolicyChange(

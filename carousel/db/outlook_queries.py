@@ -10,8 +10,8 @@ from sqlalchemy import and_, case, func, literal, select
 from sqlalchemy.orm import Session
 
 from carousel.db.models import QueuedFileRow, RequestFile
+from carousel.domain.queue import RequestWork
 from carousel.domain.states import FileState, LinkState
-from carousel.outlook.request_outlook import RequestWork
 
 F = QueuedFileRow
 L = RequestFile

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from carousel.db.models import PolicyAudit, PolicySettingsRow
+from carousel.domain.policy_choice import AuditEntry, PolicyChoice
 
 ROW_ID = 1
 
@@ -54,27 +55,39 @@ def add_audit_entry(
     who: str,
     reason: str,
     version: int,
-    old: tuple[str, Mapping[str, Any]],
-    new: tuple[str, Mapping[str, Any]],
-) -> PolicyAudit:
+    old: PolicyChoice,
+    new: PolicyChoice,
+) -> AuditEntry:
     entry = PolicyAudit(
         at=at,
         who=who,
         reason=reason,
         version=version,
-        old_policy=old[0],
-        old_options=dict(old[1]),
-        new_policy=new[0],
-        new_options=dict(new[1]),
+        old_policy=old.policy,
+        old_options=dict(old.options),
+        new_policy=new.policy,
+        new_options=dict(new.options),
     )
     session.add(entry)
     session.flush()
-    return entry
+    return _audit_entry(entry)
 
 
-def audit_entries(session: Session, *, limit: int, before_id: int | None = None) -> list[PolicyAudit]:
+def audit_entries(session: Session, *, limit: int, before_id: int | None = None) -> list[AuditEntry]:
     """Newest first; `before_id` pages back from an entry."""
     statement = select(PolicyAudit).order_by(PolicyAudit.id.desc()).limit(limit)
     if before_id is not None:
         statement = statement.where(PolicyAudit.id < before_id)
-    return list(session.scalars(statement))
+    return [_audit_entry(row) for row in session.scalars(statement)]
+
+
+def _audit_entry(row: PolicyAudit) -> AuditEntry:
+    return AuditEntry(
+        id=row.id,
+        at=row.at,
+        who=row.who,
+        reason=row.reason,
+        version=row.version,
+        old=PolicyChoice(row.old_policy, dict(row.old_options)),
+        new=PolicyChoice(row.new_policy, dict(row.new_options)),
+    )

@@ -1,12 +1,13 @@
 """What the scheduler's planning path exchanges with a queue store, whichever it is (database rows in the
 service, memory in the replay): the demand a snapshot is made of, the files a claim took, the batches the
-library accepted, the reads the read timeouts look at."""
+library accepted, the reads the read timeouts look at. And one request's pending files, which the store counts
+and the request's outlook (carousel.outlook) is read from."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from carousel.domain.planning import GroupUsage, TapeDemand, TapeInFlight
@@ -51,6 +52,23 @@ class Reading:
     size_bytes: int
     batch_key: str
     started_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RequestWork:
+    """A request's pending files as the queue holds them."""
+
+    queued: Mapping[str, int] = field(default_factory=dict)  # tape -> files queued and due
+    in_flight: Mapping[str, int] = field(default_factory=dict)  # tape -> files claimed or with the library
+    retry_pending: int = 0  # files backing off after a failed read
+    retry_due_at: datetime | None = None  # when the last of them is due again
+    tape_unknown: int = 0
+    unknown_reason: str | None = None  # what the library said of one of them
+
+    @property
+    def pending(self) -> int:
+        waiting_apart = self.retry_pending + self.tape_unknown
+        return sum(self.queued.values()) + sum(self.in_flight.values()) + waiting_apart
 
 
 def split_mount_time(mounts: Iterable[tuple[float, Mapping[str, int]]]) -> tuple[GroupUsage, ...]:

@@ -9,9 +9,10 @@ from sqlalchemy.orm import Session
 
 from carousel.db import intake_queries as q
 from carousel.db.models import StageRequest
+from carousel.domain.callers import Caller
 from carousel.domain.errors import NotFound
 from carousel.domain.states import RequestState
-from carousel.intake.model import Caller, RequestInfo
+from carousel.intake.model import RequestInfo
 
 
 def is_request_id(text: str) -> bool:

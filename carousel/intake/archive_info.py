@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from carousel.db import intake_queries as q
 from carousel.domain.errors import InvalidInput
-from carousel.intake.grants import UNRESTRICTED, Grants, require_some_read_scope
+from carousel.domain.grants import UNRESTRICTED, Grants, require_some_read_scope
 from carousel.intake.model import ArchiveInfo, Locality
 from carousel.intake.paths import normalise_path
 from hsm_adapters.base import HsmAdapter, LookupResult, NotOnTape, OnTape, Unknown

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from sqlalchemy.orm import Session
 
 from carousel.db import intake_queries as q
+from carousel.domain.callers import Caller
 from carousel.domain.clock import Clock
 from carousel.domain.errors import InvalidInput
+from carousel.domain.grants import require_some_stage_scope
 from carousel.intake.access import owned_request
-from carousel.intake.grants import require_some_stage_scope
-from carousel.intake.model import Caller
 from carousel.intake.paths import normalise_paths
 
 

@@ -8,24 +8,6 @@ from datetime import datetime
 from enum import StrEnum
 
 from carousel.domain.states import TapeRestState
-from carousel.intake.grants import UNRESTRICTED, Grants
-
-
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """Who is calling, as authentication (carousel.auth) found it. `groups` are the caller's groups, the
-    first being the default group; `grants` what its credential allows (carousel.intake.grants)."""
-
-    name: str
-    groups: tuple[str, ...] = ()
-    grants: Grants = UNRESTRICTED
-
-    @property
-    def default_group(self) -> str:
-        return self.groups[0] if self.groups else "default"
-
-
-ANONYMOUS = Caller("anonymous")
 
 
 class Api(StrEnum):

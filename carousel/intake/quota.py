@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from carousel.db import quota_queries as q
+from carousel.domain.callers import Caller
 from carousel.domain.errors import TooLarge, TooManyRequests
-from carousel.intake.model import Caller
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from sqlalchemy.orm import Session
 
 from carousel.db import intake_queries as q
+from carousel.domain.callers import Caller
 from carousel.domain.clock import Clock
+from carousel.domain.grants import require_some_stage_scope
 from carousel.intake.access import find_owned_request, owned_request
 from carousel.intake.cancel import distinct_paths, paths_of_request, selected_paths
-from carousel.intake.grants import require_some_stage_scope
-from carousel.intake.model import Caller
 
 
 def release(

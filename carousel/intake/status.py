@@ -11,18 +11,12 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from carousel.db import intake_queries as q
+from carousel.domain.callers import Caller
 from carousel.domain.errors import InvalidInput
+from carousel.domain.grants import require_some_read_scope
 from carousel.domain.states import RequestState, TapeRestState
 from carousel.intake.access import owned_request, request_info
-from carousel.intake.grants import require_some_read_scope
-from carousel.intake.model import (
-    Caller,
-    FilePage,
-    FileStatus,
-    RequestPage,
-    RequestSummary,
-    StatusDocument,
-)
+from carousel.intake.model import FilePage, FileStatus, RequestPage, RequestSummary, StatusDocument
 
 _FINAL = {TapeRestState.COMPLETED, TapeRestState.FAILED, TapeRestState.CANCELLED}
 

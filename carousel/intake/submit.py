@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from carousel.db import intake_queries as q
+from carousel.domain.callers import Caller
 from carousel.domain.clock import Clock
 from carousel.domain.errors import Conflict, InvalidInput, TooLarge
+from carousel.domain.grants import require_group, require_stage
 from carousel.domain.states import FileState
-from carousel.intake.grants import require_group, require_stage
-from carousel.intake.model import Caller, StageOrder
+from carousel.intake.model import StageOrder
 from carousel.intake.paths import normalise_paths
 from carousel.intake.quota import QueueQuota, admit
 from hsm_adapters.base import HsmAdapter, LookupResult, NotOnTape, OnTape, Unknown

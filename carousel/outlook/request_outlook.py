@@ -1,7 +1,7 @@
 """One request's outlook: where it stands in the queue, when it should be done, and why its files wait.
 
 Read from a projection of the whole queue (`carousel.outlook.projection`) and the request's own pending
-files per tape (`RequestWork`):
+files per tape (`carousel.domain.queue.RequestWork`):
 
 - `files_ahead` (the queue position users see): the files of other work the library is expected to read
   before the first of the request's files is read; 0 when one of its tapes is being read or is next. It is
@@ -16,10 +16,10 @@ files per tape (`RequestWork`):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
+from carousel.domain.queue import RequestWork
 from carousel.outlook.projection import Projection
 from carousel.outlook.reasons import WaitCode, classify
 
@@ -28,23 +28,6 @@ NOT_PROJECTED = "not_projected"  # its tape has work the projection did not see 
 
 _OFFLINE_WORDS = "the library is offline: nothing moves until it is back"
 _BEHIND_WORDS = "queued behind other work: the next cycle's plan does not reach it"
-
-
-@dataclass(frozen=True, slots=True)
-class RequestWork:
-    """A request's pending files as the queue holds them."""
-
-    queued: Mapping[str, int] = field(default_factory=dict)  # tape -> files queued and due
-    in_flight: Mapping[str, int] = field(default_factory=dict)  # tape -> files claimed or with the library
-    retry_pending: int = 0  # files backing off after a failed read
-    retry_due_at: datetime | None = None  # when the last of them is due again
-    tape_unknown: int = 0
-    unknown_reason: str | None = None  # what the library said of one of them
-
-    @property
-    def pending(self) -> int:
-        waiting_apart = self.retry_pending + self.tape_unknown
-        return sum(self.queued.values()) + sum(self.in_flight.values()) + waiting_apart
 
 
 @dataclass(frozen=True, slots=True)

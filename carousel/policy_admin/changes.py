@@ -15,17 +15,11 @@ from sqlalchemy.orm import Session
 
 from carousel.config import Settings
 from carousel.db import policy_queries as q
-from carousel.db.models import PolicyAudit, PolicySettingsRow
+from carousel.db.models import PolicySettingsRow
 from carousel.domain.clock import Clock
 from carousel.domain.errors import Conflict, InvalidInput
-from carousel.policy_admin.model import (
-    FROM_SETTINGS,
-    SETTINGS_VERSION,
-    ActivePolicySettings,
-    AuditEntry,
-    AuditPage,
-    PolicyChoice,
-)
+from carousel.domain.policy_choice import AuditEntry, PolicyChoice
+from carousel.policy_admin.model import FROM_SETTINGS, SETTINGS_VERSION, ActivePolicySettings, AuditPage
 from carousel.policy_admin.validation import built_policy
 
 MAX_REASON_LENGTH = 2000
@@ -92,22 +86,10 @@ def change_policy(
         who=who,
         reason=why,
         version=version,
-        old=(current.choice.policy, current.choice.options),
-        new=(choice.policy, choice.options),
+        old=current.choice,
+        new=choice,
     )
-    return PolicyChanged(ActivePolicySettings(choice, version, now, who), audit_entry(entry))
-
-
-def audit_entry(row: PolicyAudit) -> AuditEntry:
-    return AuditEntry(
-        id=row.id,
-        at=row.at,
-        who=row.who,
-        reason=row.reason,
-        version=row.version,
-        old=PolicyChoice(row.old_policy, dict(row.old_options)),
-        new=PolicyChoice(row.new_policy, dict(row.new_options)),
-    )
+    return PolicyChanged(ActivePolicySettings(choice, version, now, who), entry)
 
 
 def audit_trail(session: Session, *, limit: int, cursor: str | None = None) -> AuditPage:
@@ -117,7 +99,7 @@ def audit_trail(session: Session, *, limit: int, cursor: str | None = None) -> A
         if not cursor.isdigit() or len(cursor) > 18:
             raise InvalidInput(f"cursor {cursor[:40]!r} is not one this service gave out", field="cursor")
         before = int(cursor)
-    rows = q.audit_entries(session, limit=limit + 1, before_id=before)
-    more = len(rows) > limit
-    entries = tuple(audit_entry(row) for row in rows[:limit])
+    found = q.audit_entries(session, limit=limit + 1, before_id=before)
+    more = len(found) > limit
+    entries = tuple(found[:limit])
     return AuditPage(entries, str(entries[-1].id) if more and entries else None)

@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.db.usage_queries import DEFAULT_WINDOW_S
 from carousel.domain.clock import Clock
+from carousel.domain.policy_choice import PolicyChoice
 from carousel.outlook.projection import Projection, project
-from carousel.policy_admin.model import PolicyChoice
 from carousel.policy_admin.validation import built_policy
 from carousel.scheduler.planning_path import PlanningPath, published_costs
 from carousel.scheduler.queue_store import DatabaseQueueStore

@@ -40,8 +40,8 @@ from carousel.db.history_queries import (
 )
 from carousel.domain.clock import Clock
 from carousel.domain.errors import ConfigError, InvalidInput
+from carousel.domain.policy_choice import PolicyChoice
 from carousel.domain.states import FileState, LinkState
-from carousel.policy_admin.model import PolicyChoice
 from carousel.policy_admin.validation import built_policy
 from carousel.replay.driver import (
     EPOCH,

@@ -1,25 +1,15 @@
-"""What policy administration reads and writes: the active policy and the audit trail's entries."""
+"""What policy administration reads and writes: the active policy and pages of the audit trail. The choice
+of a policy and an audit entry are domain values (carousel.domain.policy_choice)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+
+from carousel.domain.policy_choice import AuditEntry, PolicyChoice
 
 SETTINGS_VERSION = 0  # the settings' policy, before any change through administration
 FROM_SETTINGS = "settings"
-
-
-@dataclass(frozen=True, slots=True)
-class PolicyChoice:
-    """A policy by name and the options it is built from (fair share, quotas, depths, drive limits...)."""
-
-    policy: str
-    options: Mapping[str, Any] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"policy": self.policy, "options": dict(self.options)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,17 +24,6 @@ class ActivePolicySettings:
     @property
     def from_settings(self) -> bool:
         return self.version == SETTINGS_VERSION
-
-
-@dataclass(frozen=True, slots=True)
-class AuditEntry:
-    id: int
-    at: datetime
-    who: str
-    reason: str
-    version: int
-    old: PolicyChoice
-    new: PolicyChoice
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from carousel.domain.errors import ConfigError, InvalidInput
-from carousel.policy_admin.model import PolicyChoice
+from carousel.domain.policy_choice import PolicyChoice
 from policies.base import Policy
 from policies.registry import FAIR_SHARE_OPTION, available_policies, build_policy
 

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from carousel.domain.queue import RequestWork
 from carousel.domain.states import FileState
 from carousel.outlook.projection import project
-from carousel.outlook.request_outlook import RequestWork, request_outlook
+from carousel.outlook.request_outlook import request_outlook
 from carousel.replay.driver import EPOCH, PassSeen, ReplayConfig, replay
 from carousel.replay.trace import Trace
 from policies.registry import build_policy

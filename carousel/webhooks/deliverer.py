@@ -23,12 +23,12 @@ import httpx
 import structlog
 from sqlalchemy.orm import Session, sessionmaker
 
+from carousel.config.webhooks import WebhookSettings
 from carousel.db import webhook_queries as q
 from carousel.db.engine import transaction
 from carousel.domain.clock import Clock
 from carousel.domain.states import DeliveryState
 from carousel.webhooks import signing
-from carousel.webhooks.settings import WebhookSettings
 from carousel.webhooks.urls import host_allowed
 
 log = structlog.get_logger(__name__)

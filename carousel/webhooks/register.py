@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from carousel.config.webhooks import WebhookSettings
 from carousel.db import webhook_queries as q
+from carousel.domain.callers import Caller
 from carousel.domain.clock import Clock
 from carousel.domain.errors import Conflict, InvalidInput, NotFound
+from carousel.domain.grants import require_some_read_scope, require_some_stage_scope
 from carousel.domain.states import RequestState
 from carousel.intake.access import is_request_id, owned_request
-from carousel.intake.grants import require_some_read_scope, require_some_stage_scope
-from carousel.intake.model import Caller
-from carousel.webhooks.settings import WebhookSettings
 from carousel.webhooks.urls import check_url
 
 SECRET_MIN_LENGTH = 16

@@ -203,6 +203,7 @@ def test_no_command_shows_help():
     code, out, _ = cli()
     assert code == 0
     assert "submit" in out and "serve" in out
+    assert "study" in out  # added by the studies, a command plug-in
 
 
 def test_serve_refuses_an_old_schema(tmp_path: Path):

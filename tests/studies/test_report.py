@@ -11,9 +11,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from carousel.cli.study import study
 from carousel.domain.clock import ManualClock
 from carousel.domain.errors import InvalidInput
+from studies.command import study
 from studies.figures import new_figure, save_png
 from studies.registry import study_names
 from studies.report import REPORT_FILE, StudyRun, build_report, render_report, select_studies

@@ -9,8 +9,8 @@ import httpx
 from sqlalchemy.engine import URL
 
 from carousel.api.app import create_app
-from carousel.auth.settings import AuthSettings
 from carousel.config import Settings
+from carousel.config.auth import AuthSettings
 from carousel.db.engine import make_engine, make_session_factory
 from carousel.domain.clock import ManualClock
 from hsm_adapters.simulated.adapter import SimulatedAdapter

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.api.auth import AdminCaller
-from carousel.auth.settings import AuthSettings, StaticToken, X509ProxySettings, X509Subject
+from carousel.config.auth import AuthSettings, StaticToken, X509ProxySettings, X509Subject
 from carousel.db.models import RequestFile
 from carousel.domain.clock import ManualClock
 from tests.integration.api.conftest import BASE_URL, RowCounts, SyncApi, assert_problem

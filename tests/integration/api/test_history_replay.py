@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from carousel.auth.settings import AuthSettings
 from carousel.config import Settings
+from carousel.config.auth import AuthSettings
 from carousel.db.models import Mount, Recall, RequestFile, StageRequest
 from carousel.domain.clock import ManualClock
 from carousel.scheduler.cycle import Cycle

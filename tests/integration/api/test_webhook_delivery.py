@@ -18,17 +18,18 @@ from sqlalchemy import select, text, update
 from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session, sessionmaker
 
+from carousel.config.webhooks import WebhookSettings
 from carousel.db.engine import make_engine, make_session_factory, transaction
 from carousel.db.models import StageRequest, WebhookDelivery
+from carousel.domain.callers import ANONYMOUS
 from carousel.domain.clock import ManualClock
 from carousel.intake import cancel as cancel_case
-from carousel.intake.model import ANONYMOUS, Api, StageOrder
+from carousel.intake.model import Api, StageOrder
 from carousel.intake.submit import submit
 from carousel.observability.metrics import ServiceMetrics
 from carousel.webhooks import register as webhooks_case
 from carousel.webhooks import signing
 from carousel.webhooks.deliverer import WebhookDeliverer, backoff_s
-from carousel.webhooks.settings import WebhookSettings
 from hsm_adapters.simulated.adapter import SimulatedAdapter
 from tests.integration.api.conftest import SyncApi
 from tests.integration.api.webhook_receiver import Answer, Received, closed_port_url, receiving

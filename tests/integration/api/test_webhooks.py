@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from carousel.auth.settings import AuthSettings
+from carousel.config.auth import AuthSettings
 from carousel.db.models import RequestWebhook, WebhookDelivery
 from tests.integration.api.conftest import RowCounts, SyncApi, assert_problem
 from tests.integration.api.test_auth import Bearer

@@ -15,8 +15,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from carousel.config import Settings
 from carousel.db.engine import transaction
 from carousel.db.leader_lock import SingleProcessLock
+from carousel.domain.callers import ANONYMOUS
 from carousel.domain.clock import ManualClock
-from carousel.intake.model import ANONYMOUS, Api, StageOrder
+from carousel.intake.model import Api, StageOrder
 from carousel.intake.submit import submit
 from carousel.scheduler.cycle import Cycle, CycleReport
 from hsm_adapters.simulated.adapter import SimulatedAdapter, build_simulated_adapter

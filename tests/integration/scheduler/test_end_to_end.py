@@ -11,9 +11,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.db.engine import transaction
 from carousel.db.models import QueuedFileRow, Recall, RequestFile, StageRequest
+from carousel.domain.callers import ANONYMOUS
 from carousel.domain.clock import ManualClock
 from carousel.intake import cancel as cancel_case
-from carousel.intake.model import ANONYMOUS, Api, StageOrder
+from carousel.intake.model import Api, StageOrder
 from carousel.intake.submit import submit
 from hsm_adapters.simulated.adapter import SimulatedAdapter
 from tests.integration.scheduler.support import file_states, make_cycle, run_until

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from carousel.api.rate_limit import Rate, RateLimiter
+from carousel.domain.callers import Caller
 from carousel.domain.clock import ManualClock
 from carousel.domain.errors import TooManyRequests
-from carousel.intake.model import Caller
 
 ALICE = Caller("alice", ("/star",))
 BOB = Caller("bob", ("/star",))

@@ -20,7 +20,7 @@ import pytest
 from carousel.auth.authenticator import Authenticator
 from carousel.auth.errors import InvalidToken
 from carousel.auth.jwt_tokens import JwtVerifier
-from carousel.auth.settings import ANY_AUDIENCE, AuthSettings, IssuerSettings
+from carousel.config.auth import ANY_AUDIENCE, AuthSettings, IssuerSettings
 from carousel.domain.clock import ManualClock
 from carousel.domain.errors import ConfigError, Unavailable
 from tests.tokens import AUDIENCE, Issuer

@@ -7,7 +7,7 @@ import pytest
 from carousel.auth.errors import InvalidToken
 from carousel.auth.scopes import grants_of, parse_scopes, split_scope_claim
 from carousel.domain.errors import Forbidden
-from carousel.intake.grants import Grants, PathScope, require_group, require_stage
+from carousel.domain.grants import Grants, PathScope, require_group, require_stage
 
 
 def stage_grants(*scopes: str, base_path: str = "/") -> Grants:

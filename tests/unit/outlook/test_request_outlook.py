@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from carousel.domain.queue import RequestWork
 from carousel.outlook.projection import Projection, project
-from carousel.outlook.request_outlook import NOT_PROJECTED, TAPE_UNKNOWN, RequestWork, request_outlook
+from carousel.outlook.request_outlook import NOT_PROJECTED, TAPE_UNKNOWN, request_outlook
 from policies.registry import build_policy
 from tests.unit.policies.snapshots import COSTS, MB, T0, busy, snapshot, tape
 

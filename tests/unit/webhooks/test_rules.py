@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
+from carousel.config.webhooks import WebhookSettings
 from carousel.domain.errors import InvalidInput
 from carousel.webhooks import signing
 from carousel.webhooks.deliverer import backoff_s
-from carousel.webhooks.settings import WebhookSettings
 from carousel.webhooks.urls import check_url, host_allowed
 
 

@@ -1,4 +1,5 @@
-"""Webhook settings (`webhooks.*`, CAROUSEL_WEBHOOKS__*): which hosts may be called, limits, retries.
+"""Webhook settings (`webhooks.*`, CAROUSEL_WEBHOOKS__*): which hosts may be called, limits, retries; read by
+carousel.webhooks.
 
 No host is allowed by default: webhooks are refused until an operator lists the hosts the service may call
 (docs/operations.md, docs/security.md).

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from carousel.policy_admin.model import PolicyChoice
+from carousel.domain.policy_choice import PolicyChoice
 
 ABSENT = "(unset)"
 

@@ -1,7 +1,8 @@
 """`carousel study NAME|all --out DIR`: run studies and write their HTML report, with a progress bar.
 
-Registered on the main command line by carousel.cli.app. `studies` is imported inside the command, never when
-this module loads: the service does not depend on the studies (and loading them pulls in matplotlib).
+Added to the `carousel` command line as a plug-in (the entry point group "carousel.commands", declared in
+pyproject.toml): the command line does not import the studies. The command line loads this module at every
+start, so the report (which pulls in matplotlib) is imported inside the command.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def study(
     ],
 ) -> None:
     """Run a study (or all of them) and write an HTML report with its figures and tables."""
-    from studies.report import build_report, select_studies  # noqa: PLC0415 - keeps studies out of the service
+    from studies.report import build_report, select_studies  # noqa: PLC0415 - keeps matplotlib out of every start
 
     names = select_studies(name)  # refuses an unknown name before anything runs
     console = Console(stderr=True)

@@ -1,6 +1,9 @@
 """Settings: built once where a process starts (never at import time), from defaults, an optional TOML file
 and CAROUSEL_* environment variables (weakest first: defaults, TOML file, environment, explicit arguments).
 
+Every package's settings are declared here, the tables of auth and webhooks in this package's modules:
+nearly every package reads its settings, so they sit low, below the packages that read them.
+
 The TOML file is named by CAROUSEL_CONFIG; nested values use "__" in environment variable names, for example
 CAROUSEL_LIMITS__MAX_BODY_BYTES=1048576 or CAROUSEL_ADAPTER_OPTIONS__DRIVES=4.
 
@@ -24,9 +27,9 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from carousel.auth.settings import AuthSettings
+from carousel.config.auth import AuthSettings
+from carousel.config.webhooks import WebhookSettings
 from carousel.domain.errors import ConfigError
-from carousel.webhooks.settings import WebhookSettings
 
 CONFIG_FILE_ENV = "CAROUSEL_CONFIG"
 DEFAULT_ADAPTER = "simulated"

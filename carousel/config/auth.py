@@ -1,5 +1,4 @@
-"""Settings of authentication (the `auth` table of carousel's settings). Imports nothing of ours, so that
-carousel.config can hold it."""
+"""Settings of authentication (the `auth` table of carousel's settings), read by carousel.auth."""
 
 from __future__ import annotations
 
