@@ -24,9 +24,7 @@ from carousel.outlook.projection import Projection, project
 from carousel.outlook.request_outlook import RequestOutlook, request_outlook
 from carousel.policy_admin import changes
 from carousel.policy_admin.validation import built_policy
-from carousel.scheduler.planning_path import PlanningPath, published_costs
-from carousel.scheduler.queue_store import DatabaseQueueStore
-from hsm_adapters.base import Capacity, Health
+from carousel.scheduler.live_snapshot import live_queue_store, live_snapshot
 
 log = structlog.get_logger(__name__)
 
@@ -92,17 +90,8 @@ def live_projection(context: AppContext) -> Projection:
     with transaction(context.session_factory) as session:
         choice = changes.active_settings(session, context.settings).choice
     policy = built_policy(choice)
-    adapter = context.adapter
-    try:
-        health, capacity = adapter.health(), adapter.capacity()
-    except Exception:  # a library that does not answer plans as offline, as the cycle does
-        health, capacity = Health.OFFLINE, Capacity(drives_total=0, drives_free=0)
-    store = DatabaseQueueStore(context.session_factory, usage_window_s=context.settings.fair_share_window_s)
-    path = PlanningPath(
-        store, adapter, policy, context.clock, max_files_per_cycle=1, costs=published_costs(adapter)
-    )
-    snapshot = path.snapshot(capacity, health is not Health.OFFLINE)
-    return project(snapshot, policy.plan)
+    store = live_queue_store(context.settings, context.session_factory)
+    return project(live_snapshot(store, context.adapter, context.clock), policy.plan)
 
 
 _MADE = threading.Lock()
