@@ -71,12 +71,21 @@ def test_a_library_that_does_not_answer_is_offline_with_no_drives_and_the_failur
     assert library_state(library.inner).failure is None  # the library itself answers
 
 
-def test_a_library_whose_health_raises_is_planned_as_offline(
+@pytest.fixture
+def queued_behind_silence(
     session_factory, make_adapter, clock: ManualClock
-):
+) -> tuple[UnansweringLibrary, set[str]]:
+    """A library whose health raises, and six files of two of its tapes queued; returns the tapes."""
     library = UnansweringLibrary(make_adapter(drives=3))
     files = catalogue_files(library.inner, 6, clock.now(), tapes=2)
     add_request(session_factory, files, clock.now())
+    return library, {f.tape for f in files}
+
+
+def test_a_library_whose_health_raises_is_planned_as_offline(
+    session_factory, queued_behind_silence, clock: ManualClock
+):
+    library, _ = queued_behind_silence
 
     snapshot = live_snapshot(live_queue_store(Settings(), session_factory), library, clock)
 
@@ -87,11 +96,9 @@ def test_a_library_whose_health_raises_is_planned_as_offline(
 
 
 def test_the_cycle_plans_as_offline_reports_the_failure_and_submits_nothing(
-    session_factory, make_adapter, clock: ManualClock
+    session_factory, queued_behind_silence, clock: ManualClock
 ):
-    library = UnansweringLibrary(make_adapter(drives=3))
-    files = catalogue_files(library.inner, 6, clock.now(), tapes=2)
-    add_request(session_factory, files, clock.now())
+    library, tapes = queued_behind_silence
     cycle = make_cycle(session_factory, library, clock)
 
     report = cycle.run_once()
@@ -101,7 +108,7 @@ def test_the_cycle_plans_as_offline_reports_the_failure_and_submits_nothing(
     assert report.budget == 0 and report.claimed == report.files_submitted == 0
     assert report.tapes_with_work == 2
     assert report.plan is not None and report.plan.selections == ()
-    assert set(report.plan.waiting) == {f.tape for f in files}
+    assert set(report.plan.waiting) == tapes
     assert set(report.plan.waiting.values()) == {"the library is offline"}
     assert all_in(session_factory, FileState.QUEUED)()
     assert len(file_states(session_factory)) == 6
