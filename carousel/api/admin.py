@@ -146,12 +146,12 @@ def post_dry_run(body: CandidateIn, context: Context, _slot: DbSlot) -> DryRunOu
     active = _active_choice(context)
     candidate = _candidate(body, active)
     done = dry_run(
+        context.settings,
         context.session_factory,
         context.adapter,
         context.clock,
         candidate=candidate,
         active=active,
-        usage_window_s=context.settings.fair_share_window_s,
     )
     return DryRunOut(
         now=done.under_candidate.now,

@@ -209,14 +209,7 @@ def dry_run_command(
         candidate = _candidate(name, options, options_file, active)
         adapter = build_adapter(settings.adapter, settings.adapter_options, clock)
         try:
-            done = dry_run(
-                factory,
-                adapter,
-                clock,
-                candidate=candidate,
-                active=active,
-                usage_window_s=settings.fair_share_window_s,
-            )
+            done = dry_run(settings, factory, adapter, clock, candidate=candidate, active=active)
         finally:
             adapter.close()
     table = Table(show_edge=False)

@@ -1,8 +1,9 @@
 """Dry run: what the next cycles would do under a candidate policy, on the live queue, without dispatching.
 
-One snapshot of the queue (the scheduler's own read) and the library's health and capacity; then the
-candidate policy's plans projected forward on the library's cost figures (carousel.outlook.projection),
-next to the active policy's on the same snapshot. Nothing is claimed and nothing reaches the library.
+One snapshot of the live queue and the library, as the scheduler takes it (carousel.scheduler.live_snapshot:
+a library that does not answer plans as offline); then the candidate policy's plans projected forward on the
+library's cost figures (carousel.outlook.projection), next to the active policy's on the same snapshot.
+Nothing is claimed and nothing reaches the library.
 """
 
 from __future__ import annotations
@@ -11,14 +12,13 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from carousel.db.usage_queries import DEFAULT_WINDOW_S
+from carousel.config import Settings
 from carousel.domain.clock import Clock
 from carousel.domain.policy_choice import PolicyChoice
 from carousel.outlook.projection import Projection, project
 from carousel.policy_admin.validation import built_policy
-from carousel.scheduler.planning_path import PlanningPath, published_costs
-from carousel.scheduler.queue_store import DatabaseQueueStore
-from hsm_adapters.base import Capacity, Health, HsmAdapter
+from carousel.scheduler.live_snapshot import live_queue_store, live_snapshot
+from hsm_adapters.base import HsmAdapter
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,26 +30,18 @@ class DryRun:
 
 
 def dry_run(
+    settings: Settings,
     session_factory: sessionmaker[Session],
     adapter: HsmAdapter,
     clock: Clock,
     *,
     candidate: PolicyChoice,
     active: PolicyChoice,
-    usage_window_s: float = DEFAULT_WINDOW_S,
 ) -> DryRun:
     """InvalidInput (naming the field) when the candidate does not build."""
     candidate_policy = built_policy(candidate)
     active_policy = built_policy(active)
-    try:
-        health, capacity = adapter.health(), adapter.capacity()
-    except Exception:  # a library that does not answer plans as offline, as the cycle does
-        health, capacity = Health.OFFLINE, Capacity(drives_total=0, drives_free=0)
-    store = DatabaseQueueStore(session_factory, usage_window_s=usage_window_s)
-    path = PlanningPath(
-        store, adapter, candidate_policy, clock, max_files_per_cycle=1, costs=published_costs(adapter)
-    )
-    snapshot = path.snapshot(capacity, health is not Health.OFFLINE)
+    snapshot = live_snapshot(live_queue_store(settings, session_factory), adapter, clock)
     return DryRun(
         candidate=candidate,
         active=active,

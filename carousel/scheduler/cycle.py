@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TypeVar
 
@@ -41,12 +41,11 @@ from carousel.domain.planning import LibraryCosts, Plan
 from carousel.domain.states import FileState
 from carousel.scheduler.feed import FeedControl, FeedSettings
 from carousel.scheduler.inflight import InFlightWatch
+from carousel.scheduler.live_snapshot import LibraryState, library_state, live_queue_store, live_snapshot
 from carousel.scheduler.planning_path import PlanningPath, published_costs
-from carousel.scheduler.queue_store import DatabaseQueueStore
 from carousel.scheduler.read_timeouts import ReadTimeouts, database_queue
 from carousel.scheduler.resilient_store import ResilientStore
 from hsm_adapters.base import (
-    Capacity,
     Event,
     Health,
     HsmAdapter,
@@ -123,9 +122,7 @@ class Cycle:
         self.policy_source = policy_source
         self.clock = clock
         self.leader_lock = leader_lock or leader_lock_for(session_factory)
-        self.store = ResilientStore(
-            DatabaseQueueStore(session_factory, usage_window_s=settings.fair_share_window_s)
-        )
+        self.store = ResilientStore(live_queue_store(settings, session_factory))
         # snapshot, plan, claim, submit, record: the very code the trace replay runs over its memory store
         self.path = PlanningPath(
             self.store,
@@ -189,22 +186,23 @@ class Cycle:
         report.recorded_late = self.store.record_unrecorded()
         self._apply_events(report)
         self._recover_claims(report)
-        health, capacity = self._library_state(report)
-        report.health = health
-        online = health is not Health.OFFLINE
-        if online:
+        library = self._library_state(report)
+        report.health = library.health
+        if library.online:
             if self._resubmit_in_flight(report):
-                capacity = self._library_state(report)[1]  # the library holds more now
+                # the library holds more now
+                library = replace(library, capacity=self._library_state(report).capacity)
             self._time_out_reads(report)
             self._retry_lookups(report)
             self._push_cancels(report)
         # an outage stops submission, a stall all but a probe; the plan is still made for the report
-        budget = self.feed.budget(health, self.clock.now())
+        budget = self.feed.budget(library.health, self.clock.now())
         report.budget, report.stalled_since = budget.files, budget.stalled_since
         self.path.max_files_per_cycle = max(budget.files, 1)
         if self.policy_source is not None:
             self.policy = self.path.policy = self.policy_source()
-        dispatch = self.path.run(capacity, online, submit=budget.files > 0)
+        snapshot = live_snapshot(self.store, self.adapter, self.clock, costs=self.path.costs, library=library)
+        dispatch = self.path.dispatch(snapshot, submit=budget.files > 0)
         report.plan = self.feed.after_pass(dispatch, budget, self.clock.now())
         if budget.stalled_since is not None:
             log.warning(
@@ -269,12 +267,11 @@ class Cycle:
 
     # --- library ------------------------------------------------------------------------------------------
 
-    def _library_state(self, report: CycleReport) -> tuple[Health, Capacity]:
-        try:
-            return self.adapter.health(), self.adapter.capacity()
-        except Exception as exc:
-            self._note(report, "health/capacity", exc)
-            return Health.OFFLINE, Capacity(drives_total=0, drives_free=0)
+    def _library_state(self, report: CycleReport) -> LibraryState:
+        library = library_state(self.adapter)
+        if library.failure is not None:
+            self._note(report, "health/capacity", library.failure)
+        return library
 
     # --- lookups ------------------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 import structlog
@@ -35,6 +36,29 @@ class Dispatch:
     files_submitted: int = 0
     returned_to_queue: int = 0  # claimed, but the adapter refused the batch
     errors: list[str] = field(default_factory=list)
+
+
+def snapshot_of(
+    store: QueueStore, now: datetime, capacity: Capacity, online: bool, costs: LibraryCosts | None
+) -> Snapshot:
+    """What a policy plans from: the store's demand at `now` beside the library as it says it is."""
+    demand = store.demand(now)
+    library = LibraryView(
+        online=online,
+        drives_total=capacity.drives_total,
+        drives_free=capacity.drives_free,
+        queue_slots=dict(capacity.queue_slots),
+        mounted_tapes=capacity.mounted_tapes,
+        costs=costs,
+    )
+    return Snapshot(
+        now=now,
+        tapes=demand.tapes,
+        library=library,
+        in_flight=demand.in_flight,
+        in_flight_tapes=demand.in_flight_tapes,
+        usage=demand.usage,
+    )
 
 
 def uuid_keys() -> str:
@@ -72,29 +96,14 @@ class PlanningPath:
         self.costs = costs
         self.new_key = new_key
 
-    def snapshot(self, capacity: Capacity, online: bool) -> Snapshot:
-        now = self.clock.now()
-        demand = self.store.demand(now)
-        library = LibraryView(
-            online=online,
-            drives_total=capacity.drives_total,
-            drives_free=capacity.drives_free,
-            queue_slots=dict(capacity.queue_slots),
-            mounted_tapes=capacity.mounted_tapes,
-            costs=self.costs,
-        )
-        return Snapshot(
-            now=now,
-            tapes=demand.tapes,
-            library=library,
-            in_flight=demand.in_flight,
-            in_flight_tapes=demand.in_flight_tapes,
-            usage=demand.usage,
-        )
-
     def run(self, capacity: Capacity, online: bool, *, submit: bool = True) -> Dispatch:
-        """One pass; with submit=False (an outage) the plan is made for its waiting reasons only."""
-        snapshot = self.snapshot(capacity, online)
+        """One pass over a snapshot taken now; with submit=False (an outage) the plan is made for its waiting
+        reasons only."""
+        snapshot = snapshot_of(self.store, self.clock.now(), capacity, online, self.costs)
+        return self.dispatch(snapshot, submit=submit)
+
+    def dispatch(self, snapshot: Snapshot, *, submit: bool = True) -> Dispatch:
+        """One pass over a snapshot the caller took (the live cycle's: carousel.scheduler.live_snapshot)."""
         dispatch = Dispatch(snapshot=snapshot, plan=self.policy.plan(snapshot))
         if submit:
             self._claim_and_submit(self.within_cycle_budget(dispatch.plan), dispatch)

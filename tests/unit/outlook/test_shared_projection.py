@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from carousel.api.outlook import SharedProjection
 from carousel.domain.clock import ManualClock
 from carousel.outlook.projection import Projection, project
+from carousel.outlook.shared import SharedProjection
 from policies.registry import build_policy
 from tests.unit.policies.snapshots import T0, snapshot, tape
 
