@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from carousel.auth.settings import AuthSettings
+from carousel.config.auth import AuthSettings
 from carousel.db.models import QueuedFileRow
 from carousel.domain.clock import ManualClock
 from hsm_adapters.simulated.adapter import build_simulated_adapter
