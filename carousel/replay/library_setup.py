@@ -22,33 +22,17 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from carousel.domain.errors import ConfigError
-from hsm_adapters.simulated.faults import FaultPlan, fault_plan_from_mapping
+from hsm_adapters.simulated.builder import LibrarySetup
+from hsm_adapters.simulated.faults import fault_plan_from_mapping
 from hsm_adapters.simulated.library import Discipline
 from hsm_adapters.simulated.read_order import ReadOrderName
 from policies.star2006 import Star2006Options
-
-
-@dataclass(frozen=True, slots=True)
-class LibrarySetup:
-    discipline: Discipline
-    queue_depth: dict[str, int] = field(default_factory=dict)
-    read_order: ReadOrderName = "position"
-    robots: int = 1
-    dismount_delay_s: float | None = None  # None: the profile's
-    new_media_fraction: float = 0.0
-    faults: FaultPlan | None = None
-
-    def describe(self) -> str:
-        depth = ", ".join(f"{c} {d}" for c, d in sorted(self.queue_depth.items())) or "none"
-        order = self.read_order.replace("_", "-")
-        return f"{self.discipline.value} discipline, queue depth {depth}, {order} order"
 
 
 def default_setup(policy: str, options: Mapping[str, Any]) -> LibrarySetup:
