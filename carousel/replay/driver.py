@@ -29,7 +29,7 @@ from typing import Any
 from carousel.config import Settings
 from carousel.domain.clock import ManualClock
 from carousel.domain.errors import ConfigError
-from carousel.replay.library_setup import LibraryFile, apply_library_file, default_setup
+from carousel.replay.library_setup import LibraryFile, apply_library_file, policy_setup
 from carousel.replay.memory_store import MemoryQueueStore, Retry
 from carousel.replay.trace import Trace
 from carousel.scheduler.feed import FeedControl, FeedSettings
@@ -43,6 +43,7 @@ from hsm_adapters.simulated.costs import library_costs
 from hsm_adapters.simulated.library import Library, LibraryStats
 from hsm_adapters.simulated.physics import TapePhysics
 from hsm_adapters.simulated.profiles import DriveProfile, load_profile
+from policies.base import Policy, library_needs_of
 from policies.registry import build_policy
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # trace second 0
@@ -123,14 +124,17 @@ class ReplayLibrary:
         return SimulatedAdapter(self.library, clock, scale=scale, read_order=self.setup.read_order)
 
 
-def replay_library(trace: Trace, config: ReplayConfig) -> ReplayLibrary:
-    """A fresh library holding the trace's files, set up for the configured policy."""
+def replay_library(trace: Trace, config: ReplayConfig, policy: Policy | None = None) -> ReplayLibrary:
+    """A fresh library holding the trace's files, set up as the configured policy declares (`policy`, if the
+    caller has built it already), with the config's library file over it."""
     if config.drives < 1:
         raise ConfigError(f"drives must be at least 1, got {config.drives}")
     profile = load_profile(config.profile)
     physics = TapePhysics(profile)
+    if policy is None:
+        policy = build_policy(config.policy, config.policy_options)
     setup = apply_library_file(
-        default_setup(config.policy, config.policy_options), config.library, source=config.library_source
+        policy_setup(library_needs_of(policy)), config.library, source=config.library_source
     )
     if setup.faults is not None and config.seed:  # the replay's seed, every fault kept
         setup = replace(setup, faults=replace(setup.faults, seed=config.seed))
@@ -158,9 +162,9 @@ def replay(
         raise ConfigError(f"cycle interval must be positive, got {config.cycle_interval_s}")
     if config.time_scale <= 0:
         raise ConfigError(f"time scale must be positive, got {config.time_scale}")
-    built = replay_library(trace, config)
+    policy = build_policy(config.policy, config.policy_options)  # first: a bad option is the policy's error
+    built = replay_library(trace, config, policy)
     profile, physics, setup, library = built.profile, built.physics, built.setup, built.library
-    policy = build_policy(config.policy, config.policy_options)
     clock = ManualClock(EPOCH)
     adapter = built.adapter(clock, config.time_scale)
     store = MemoryQueueStore(
