@@ -32,6 +32,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from carousel.domain.library_needs import HsmDiscipline, HsmReadOrder, LibraryNeeds
 from carousel.domain.planning import LibraryCosts, Plan, ReadOrder, Selection, Snapshot, TapeDemand
 from policies.common import CostOptions, age_s, busy_tapes, costs_of, offline_plan
 
@@ -58,6 +59,8 @@ _Ranked = tuple[tuple[bool, float, int, float, datetime, str], TapeDemand, bool,
 
 class CarouselPolicy:
     name = "carousel"
+    # as cta: the policy decides the mounts, the library reads each mount in shortest-locate order
+    library_needs = LibraryNeeds(HsmDiscipline.TAPE_ORDERED, read_order=HsmReadOrder.SHORTEST_LOCATE)
 
     def __init__(self, options: CarouselOptions | None = None) -> None:
         self.options = options or CarouselOptions()

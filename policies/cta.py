@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from carousel.domain.library_needs import HsmDiscipline, HsmReadOrder, LibraryNeeds
 from carousel.domain.planning import Plan, ReadOrder, Selection, Snapshot, TapeDemand
 from policies.common import age_s, main_group, offline_plan
 
@@ -38,6 +39,8 @@ class CtaOptions(BaseModel):
 
 class CtaPolicy:
     name = "cta"
+    # CTA decides the mounts itself (this policy) and orders the reads on each tape (RAO)
+    library_needs = LibraryNeeds(HsmDiscipline.TAPE_ORDERED, read_order=HsmReadOrder.SHORTEST_LOCATE)
 
     def __init__(self, options: CtaOptions | None = None) -> None:
         self.options = options or CtaOptions()

@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from carousel.domain.library_needs import LibraryNeeds
 from carousel.domain.planning import (
     GroupDemand,
     GroupUsage,
@@ -39,7 +40,7 @@ from carousel.domain.planning import (
     Snapshot,
     TapeDemand,
 )
-from policies.base import Policy
+from policies.base import Policy, library_needs_of
 from policies.common import main_group, offline_plan
 
 
@@ -95,12 +96,16 @@ def shares(groups: list[str], options: FairShareOptions) -> dict[str, float]:
 
 
 class FairSharePolicy:
-    """Wraps `inner`; answers to the inner policy's name."""
+    """Wraps `inner`; answers to the inner policy's name and declares its library needs."""
 
     def __init__(self, inner: Policy, options: FairShareOptions) -> None:
         self.inner = inner
         self.options = options
         self.name = inner.name
+
+    @property
+    def library_needs(self) -> LibraryNeeds:
+        return library_needs_of(self.inner)
 
     def plan(self, snapshot: Snapshot) -> Plan:
         if not snapshot.library.online:

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from carousel.domain.library_needs import HsmDiscipline, LibraryNeeds
 from carousel.domain.planning import Plan, ReadOrder, Selection, Snapshot
 
 
@@ -23,6 +24,9 @@ class FifoOptions(BaseModel):
 
 class FifoPolicy:
     name = "fifo"
+    # XRootD's random pattern against an HSM that does not regroup: files served in arrival order, a free
+    # drive mounts the cartridge of the next one
+    library_needs = LibraryNeeds(HsmDiscipline.FIFO)
 
     def __init__(self, options: FifoOptions | None = None) -> None:
         self.options = options or FifoOptions()

@@ -12,9 +12,10 @@ How that maps onto carousel:
   (K + overflow)·N are, so between K·N and (K + overflow)·N files are always requested (the overflow is the
   margin whose consumption shows progress);
 - tapes go most files first (ties: oldest request, then tape id);
-- the depth per class of service belongs to the HSM side: the policy does not use it to plan, it is the
-  queue depth the simulated library is given when a replay runs this policy (its files beyond the depth wait
-  in line in arrival order, and the library serves its queue first come, first served).
+- the depth per class of service belongs to the HSM side: the policy does not use it to plan, it declares it
+  as its `library_needs`, the queue depth the simulated library is given when a replay runs this policy (its
+  files beyond the depth wait in line in arrival order, and the library serves its queue first come, first
+  served).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from carousel.domain.library_needs import HsmDiscipline, LibraryNeeds
 from carousel.domain.planning import Plan, ReadOrder, Selection, Snapshot
 from policies.common import offline_plan
 
@@ -51,6 +53,12 @@ class Star2006Policy:
 
     def __init__(self, options: Star2006Options | None = None) -> None:
         self.options = options or Star2006Options()
+
+    @property
+    def library_needs(self) -> LibraryNeeds:
+        """A FIFO HSM with STAR's depth per class of service: the jobs beyond it wait in line, as they did
+        at the daemon in front of HPSS."""
+        return LibraryNeeds(HsmDiscipline.FIFO, queue_depth=self.options.depth)
 
     def plan(self, snapshot: Snapshot) -> Plan:
         if not snapshot.library.online:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -30,20 +29,21 @@ from typing import Any
 from carousel.config import Settings
 from carousel.domain.clock import ManualClock
 from carousel.domain.errors import ConfigError
-from carousel.replay.library_setup import LibraryFile, LibrarySetup, apply_library_file, default_setup
+from carousel.replay.library_setup import LibraryFile, apply_library_file, policy_setup
 from carousel.replay.memory_store import MemoryQueueStore, Retry
 from carousel.replay.trace import Trace
 from carousel.scheduler.feed import FeedControl, FeedSettings
 from carousel.scheduler.planning_path import Dispatch, PlanningPath
 from carousel.scheduler.read_timeouts import ReadTimeouts
-from hsm_adapters.base import Health, HsmAdapter
+from hsm_adapters.base import Health
 from hsm_adapters.simulated.adapter import SimulatedAdapter
+from hsm_adapters.simulated.builder import LibrarySetup, build_library
 from hsm_adapters.simulated.catalogue import Catalogue, CatalogueInvalid
 from hsm_adapters.simulated.costs import library_costs
 from hsm_adapters.simulated.library import Library, LibraryStats
 from hsm_adapters.simulated.physics import TapePhysics
 from hsm_adapters.simulated.profiles import DriveProfile, load_profile
-from hsm_adapters.simulated.read_order import ShortestLocateFirst
+from policies.base import Policy, library_needs_of
 from policies.registry import build_policy
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # trace second 0
@@ -119,24 +119,28 @@ class ReplayLibrary:
     profile: DriveProfile
     setup: LibrarySetup
 
-    def adapter(self, clock: ManualClock, scale: float = 1.0) -> HsmAdapter:
+    def adapter(self, clock: ManualClock, scale: float = 1.0) -> SimulatedAdapter:
         """The library behind the service's adapter on `clock`, with the setup's read order."""
-        adapter: HsmAdapter = SimulatedAdapter(self.library, clock, scale=scale)
-        if self.setup.read_order == "shortest_locate":
-            adapter = ShortestLocateFirst(adapter, self.physics)
-        return adapter
+        return SimulatedAdapter(self.library, clock, scale=scale, read_order=self.setup.read_order)
 
 
-def replay_library(trace: Trace, config: ReplayConfig) -> ReplayLibrary:
-    """A fresh library holding the trace's files, set up for the configured policy."""
+def replay_library(trace: Trace, config: ReplayConfig, policy: Policy | None = None) -> ReplayLibrary:
+    """A fresh library holding the trace's files, set up as the configured policy declares (`policy`, if the
+    caller has built it already), with the config's library file over it."""
     if config.drives < 1:
         raise ConfigError(f"drives must be at least 1, got {config.drives}")
     profile = load_profile(config.profile)
     physics = TapePhysics(profile)
+    if policy is None:
+        policy = build_policy(config.policy, config.policy_options)
     setup = apply_library_file(
-        default_setup(config.policy, config.policy_options), config.library, source=config.library_source
+        policy_setup(library_needs_of(policy)), config.library, source=config.library_source
     )
-    library = _library(_catalogue(trace, profile), physics, config, setup)
+    if setup.faults is not None and config.seed:  # the replay's seed, every fault kept
+        setup = replace(setup, faults=replace(setup.faults, seed=config.seed))
+    library = build_library(
+        physics, _catalogue(trace, profile), drives=config.drives, setup=setup, seed=config.seed
+    )
     return ReplayLibrary(library=library, physics=physics, profile=profile, setup=setup)
 
 
@@ -158,9 +162,9 @@ def replay(
         raise ConfigError(f"cycle interval must be positive, got {config.cycle_interval_s}")
     if config.time_scale <= 0:
         raise ConfigError(f"time scale must be positive, got {config.time_scale}")
-    built = replay_library(trace, config)
+    policy = build_policy(config.policy, config.policy_options)  # first: a bad option is the policy's error
+    built = replay_library(trace, config, policy)
     profile, physics, setup, library = built.profile, built.physics, built.setup, built.library
-    policy = build_policy(config.policy, config.policy_options)
     clock = ManualClock(EPOCH)
     adapter = built.adapter(clock, config.time_scale)
     store = MemoryQueueStore(
@@ -314,25 +318,3 @@ def _catalogue(trace: Trace, profile: DriveProfile) -> Catalogue:
             f"{trace.source}: the files do not fit profile {profile.name}'s cartridges:"
             f" {paths[exc.problem.row]} ({exc.problem.column}): {exc}"
         ) from exc
-
-
-def _library(
-    catalogue: Catalogue, physics: TapePhysics, config: ReplayConfig, setup: LibrarySetup
-) -> Library:
-    faults = setup.faults
-    if faults is not None and config.seed:
-        faults = replace(faults, seed=config.seed)  # every fault kept, the replay's seed
-    tapes = catalogue.tapes
-    new_count = round(setup.new_media_fraction * len(tapes))
-    new_media = random.Random(f"new-media:{config.seed}").sample(tapes, new_count) if new_count else []
-    return Library(
-        catalogue,
-        physics,
-        drives=config.drives,
-        robots=setup.robots,
-        discipline=setup.discipline,
-        queue_depth=setup.queue_depth,
-        faults=faults,
-        new_cartridges=new_media,
-        dismount_delay_s=setup.dismount_delay_s,
-    )

@@ -1,65 +1,44 @@
 """How the simulated library runs under each policy in a replay, and the `--library FILE` that changes it.
 
-Each baseline runs the way its system ran:
-
-- fifo: FIFO discipline, no depth bound: files are served in the order they arrive, a free drive mounts the
-  cartridge of the next one (XRootD's random pattern against an HSM that does not regroup);
-- star2006: FIFO discipline with STAR's depth per class of service (30 / 20): the DataCarousel's jobs wait
-  in line beyond it, as they did at the daemon in front of HPSS;
-- cta: tape-ordered discipline, no depth bound, reads in shortest-locate-first order: CTA decides the
-  mounts itself (the policy) and orders the reads on the tape (RAO);
-- carousel: as cta: the policy decides the mounts, the library reads each mount in shortest-locate order.
-
-Another policy (a plug-in) gets the tape-ordered library in position order.
+Each policy declares the library side of the system it comes from (`library_needs`, next to the policy in
+policies/*.py, in the domain's terms: carousel.domain.library_needs); `policy_setup` maps it to the simulated
+library's set-up. A policy that declares nothing (a plug-in) gets the tape-ordered library in position order.
 
 A library file (TOML) may set, all optional: `robots`, `dismount_delay_s`, `discipline` ("fifo" or
 "tape_ordered"), `queue_depth` (a table: class of service -> files), `read_order` ("position" or
 "shortest_locate"), `new_media_fraction`, and a `[faults]` table (docs/simulated-library.md). Keys it sets
-replace the policy's defaults above.
+replace the policy's.
 """
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from carousel.domain.errors import ConfigError
-from hsm_adapters.simulated.faults import FaultPlan, fault_plan_from_mapping
+from carousel.domain.library_needs import HsmDiscipline, HsmReadOrder, LibraryNeeds
+from hsm_adapters.simulated.builder import LibrarySetup
+from hsm_adapters.simulated.faults import fault_plan_from_mapping
 from hsm_adapters.simulated.library import Discipline
 from hsm_adapters.simulated.read_order import ReadOrderName
-from policies.star2006 import Star2006Options
+
+_DISCIPLINES = {HsmDiscipline.FIFO: Discipline.FIFO, HsmDiscipline.TAPE_ORDERED: Discipline.TAPE_ORDERED}
+_READ_ORDERS: dict[HsmReadOrder, ReadOrderName] = {
+    HsmReadOrder.POSITION: "position",
+    HsmReadOrder.SHORTEST_LOCATE: "shortest_locate",
+}
 
 
-@dataclass(frozen=True, slots=True)
-class LibrarySetup:
-    discipline: Discipline
-    queue_depth: dict[str, int] = field(default_factory=dict)
-    read_order: ReadOrderName = "position"
-    robots: int = 1
-    dismount_delay_s: float | None = None  # None: the profile's
-    new_media_fraction: float = 0.0
-    faults: FaultPlan | None = None
-
-    def describe(self) -> str:
-        depth = ", ".join(f"{c} {d}" for c, d in sorted(self.queue_depth.items())) or "none"
-        order = self.read_order.replace("_", "-")
-        return f"{self.discipline.value} discipline, queue depth {depth}, {order} order"
-
-
-def default_setup(policy: str, options: Mapping[str, Any]) -> LibrarySetup:
-    if policy == "fifo":
-        return LibrarySetup(Discipline.FIFO)
-    if policy == "star2006":
-        own = {k: v for k, v in options.items() if k != "fair_share"}
-        return LibrarySetup(Discipline.FIFO, queue_depth=dict(Star2006Options.model_validate(own).depth))
-    if policy in ("cta", "carousel"):
-        return LibrarySetup(Discipline.TAPE_ORDERED, read_order="shortest_locate")
-    return LibrarySetup(Discipline.TAPE_ORDERED)
+def policy_setup(needs: LibraryNeeds) -> LibrarySetup:
+    """The simulated library a policy's declared needs ask for."""
+    return LibrarySetup(
+        _DISCIPLINES[needs.discipline],
+        queue_depth=dict(needs.queue_depth),
+        read_order=_READ_ORDERS[needs.read_order],
+    )
 
 
 class LibraryFile(BaseModel):

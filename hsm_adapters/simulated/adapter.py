@@ -13,7 +13,6 @@ are on disk: their submission is answered FILE_STAGED at once, without a tape re
 
 from __future__ import annotations
 
-import random
 import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -40,12 +39,13 @@ from hsm_adapters.base import (
     OnTape,
     Unknown,
 )
-from hsm_adapters.simulated.catalogue import generate_catalogue, load_catalogue_csv
+from hsm_adapters.simulated.builder import LibrarySetup, build_library
+from hsm_adapters.simulated.catalogue import Catalogue, generate_catalogue, load_catalogue_csv
 from hsm_adapters.simulated.costs import library_costs
 from hsm_adapters.simulated.faults import FaultPlan, fault_plan_from_mapping, load_fault_plan
 from hsm_adapters.simulated.library import Discipline, Library, SimEvent
 from hsm_adapters.simulated.physics import TapePhysics
-from hsm_adapters.simulated.profiles import load_profile
+from hsm_adapters.simulated.profiles import DriveProfile, load_profile
 from hsm_adapters.simulated.read_log import DISK, TAPE, ReadLog
 from hsm_adapters.simulated.read_order import ReadOrderName, locate_order
 
@@ -307,43 +307,41 @@ def parse_options(options: Mapping[str, object]) -> SimulatedOptions:
 def build_simulated_adapter(options: Mapping[str, object], clock: Clock) -> SimulatedAdapter:
     """A SimulatedAdapter from plain options (the service's settings). Raises ConfigError naming the key."""
     parsed = parse_options(options)
-    profile = load_profile(parsed.profile)
-    physics = TapePhysics(profile)
-    source = parsed.catalogue
-    if source.csv is not None:
-        catalogue = load_catalogue_csv(source.csv, capacity_bytes=profile.capacity_bytes)
-    else:
-        assert source.generate is not None
-        g = source.generate
-        catalogue = generate_catalogue(
-            g.seed, g.cartridges, g.files_per_cartridge, g.size_model, profile, layout=g.layout
-        )
-    faults: FaultPlan | None
-    if isinstance(parsed.faults, str):
-        faults = load_fault_plan(Path(parsed.faults))
-    elif parsed.faults is not None:
-        faults = fault_plan_from_mapping(parsed.faults, source="simulated adapter option 'faults'")
-    else:
-        faults = None
-    tapes = catalogue.tapes
-    new_count = round(parsed.new_media_fraction * len(tapes))
-    new_media = random.Random(f"new-media:{parsed.seed}").sample(tapes, new_count) if new_count else []
-    library = Library(
-        catalogue,
-        physics,
-        drives=parsed.drives,
-        robots=parsed.robots,
+    physics = TapePhysics(load_profile(parsed.profile))
+    catalogue = _catalogue(parsed.catalogue, physics.profile)
+    setup = LibrarySetup(
         discipline=parsed.discipline,
         queue_depth=parsed.queue_depth,
-        faults=faults,
-        new_cartridges=new_media,
+        read_order=parsed.read_order,
+        robots=parsed.robots,
         dismount_delay_s=parsed.dismount_delay_s,
+        new_media_fraction=parsed.new_media_fraction,
+        faults=_fault_plan(parsed.faults),
     )
+    library = build_library(physics, catalogue, drives=parsed.drives, setup=setup, seed=parsed.seed)
     return SimulatedAdapter(
         library,
         clock,
         scale=parsed.scale,
         lookup_timeout_s=parsed.lookup_timeout_s,
         read_log=ReadLog(parsed.read_log) if parsed.read_log is not None else None,
-        read_order=parsed.read_order,
+        read_order=setup.read_order,
     )
+
+
+def _catalogue(source: CatalogueOptions, profile: DriveProfile) -> Catalogue:
+    if source.csv is not None:
+        return load_catalogue_csv(source.csv, capacity_bytes=profile.capacity_bytes)
+    assert source.generate is not None
+    g = source.generate
+    return generate_catalogue(
+        g.seed, g.cartridges, g.files_per_cartridge, g.size_model, profile, layout=g.layout
+    )
+
+
+def _fault_plan(faults: str | dict[str, object] | None) -> FaultPlan | None:
+    if isinstance(faults, str):
+        return load_fault_plan(Path(faults))
+    if faults is not None:
+        return fault_plan_from_mapping(faults, source="simulated adapter option 'faults'")
+    return None

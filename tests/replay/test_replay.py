@@ -147,6 +147,16 @@ def test_bad_invocations_fail_in_one_line(tmp_path, arguments, message):
     assert message in result.output
 
 
+def test_a_bad_policy_option_fails_in_one_line_naming_the_policy(tmp_path):
+    options = tmp_path / "options.toml"
+    options.write_text('[star2006]\ndepth = {default = "deep"}\n')
+    arguments = ["--workload", "star_batch", "--policy", "star2006", "--policy-options", str(options)]
+    result = CliRunner().invoke(app, ["simulate", "--scale", "0.002", *arguments, "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "policy 'star2006': bad options" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
 def test_an_outage_stops_submission_until_the_library_is_back(tmp_path):
     library = LibraryFile(faults={"offline_windows": [{"start_s": 60.0, "end_s": 3000.0}]})
     config = ReplayConfig(profile="t9940b", drives=3, policy="fifo", library=library)

@@ -1,19 +1,10 @@
-from pathlib import Path
-
 import pytest
 
 from carousel.domain.errors import ConfigError
 from carousel.domain.planning import Plan
 from policies.base import Policy
 from policies.registry import available_policies, build_policy
-
-
-def declare_plugin(root: Path, group: str, name: str, target: str) -> None:
-    """Installs a distribution's metadata on sys.path, as pip would, declaring one entry point."""
-    info = root / "plugin_under_test-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: plugin-under-test\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[{group}]\n{name} = {target}\n")
+from tests.unit.policies.plugins import declare_plugin
 
 
 def test_every_declared_policy_builds_with_its_defaults():

@@ -6,7 +6,7 @@ from carousel.domain.clock import ManualClock
 from hsm_adapters.base import Batch, BatchFile, EventKind, HsmAdapter
 from hsm_adapters.simulated.adapter import SimulatedAdapter, build_simulated_adapter, parse_options
 from hsm_adapters.simulated.physics import shortest_locate_first
-from hsm_adapters.simulated.read_order import ShortestLocateFirst, locate_order
+from hsm_adapters.simulated.read_order import locate_order
 
 
 def library(clock: ManualClock, **options: object) -> SimulatedAdapter:
@@ -51,8 +51,7 @@ def read_order_and_end(adapter: HsmAdapter, batch: Batch, clock: ManualClock) ->
 def test_batches_reach_the_library_in_shortest_locate_order_and_finish_sooner():
     plain_clock, sltf_clock = ManualClock(), ManualClock()
     plain = library(plain_clock)
-    sltf_inner = library(sltf_clock)
-    sltf = ShortestLocateFirst(sltf_inner, sltf_inner.library.physics)
+    sltf = library(sltf_clock, read_order="shortest_locate")
     batch = whole_tape(plain)
 
     plain_order, plain_end = read_order_and_end(plain, batch, plain_clock)
@@ -60,7 +59,7 @@ def test_batches_reach_the_library_in_shortest_locate_order_and_finish_sooner():
 
     assert plain_order == [f.key for f in batch.files]  # position order, as handed over
     expected = shortest_locate_first(
-        sltf_inner.library.physics,
+        sltf.library.physics,
         0,
         [f.position_bytes for f in batch.files],
         [f.size_bytes for f in batch.files],
@@ -70,28 +69,26 @@ def test_batches_reach_the_library_in_shortest_locate_order_and_finish_sooner():
     assert sltf_end < plain_end
 
 
-def test_one_file_batches_pass_unchanged_and_the_wrapper_speaks_the_protocol():
-    clock = ManualClock()
-    inner = library(clock)
-    batch = whole_tape(inner)
+def test_one_file_batches_pass_unchanged_and_read_alike_in_either_order():
+    plain_clock, sltf_clock = ManualClock(), ManualClock()
+    plain = library(plain_clock)
+    sltf = library(sltf_clock, read_order="shortest_locate")
+    batch = whole_tape(plain)
     single = Batch(key="one", tape=batch.tape, files=batch.files[:1])
-    assert locate_order(inner.library.physics, single) is single
-    wrapper = ShortestLocateFirst(inner, inner.library.physics)
-    assert isinstance(wrapper, HsmAdapter)
-    assert wrapper.name == inner.name
-    assert wrapper.capacity() == inner.capacity()
+    assert locate_order(plain.library.physics, single) is single
+    assert isinstance(sltf, HsmAdapter)
+    assert sltf.capacity() == plain.capacity()
+    assert read_order_and_end(sltf, single, sltf_clock) == read_order_and_end(plain, single, plain_clock)
 
 
-def test_the_service_reaches_the_same_order_through_the_adapter_option_read_order():
-    """adapter_options.read_order = "shortest_locate" (what the settings give the service) reads as the
-    replay's wrapper does; the default keeps carousel's head order."""
-    wrapped_clock, option_clock = ManualClock(), ManualClock()
-    inner = library(wrapped_clock)
-    wrapped = ShortestLocateFirst(inner, inner.library.physics)
-    by_option = library(option_clock, read_order="shortest_locate")
-    batch = whole_tape(inner)
-    wrapped_order, wrapped_end = read_order_and_end(wrapped, batch, wrapped_clock)
-    option_order, option_end = read_order_and_end(by_option, batch, option_clock)
-    assert option_order == wrapped_order != [f.key for f in batch.files]
-    assert option_end == wrapped_end
+def test_the_adapter_option_read_order_reads_in_locate_order_and_defaults_to_position():
+    """adapter_options.read_order = "shortest_locate" (what the settings give the service, and what the
+    replay sets for the policies that declare it) reads each batch as `locate_order` orders it; the default
+    keeps carousel's head order."""
+    clock = ManualClock()
+    by_option = library(clock, read_order="shortest_locate")
+    batch = whole_tape(by_option)
+    option_order, _ = read_order_and_end(by_option, batch, clock)
+    assert option_order == [f.key for f in locate_order(by_option.library.physics, batch).files]
+    assert option_order != [f.key for f in batch.files]
     assert parse_options({}).read_order == "position"
