@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -145,9 +146,12 @@ class _BatchRun:
 class CommandAdapter:
     name = NAME
 
-    def __init__(self, options: CommandOptions, clock: Clock) -> None:
+    def __init__(
+        self, options: CommandOptions, clock: Clock, *, monotonic: Callable[[], float] = time.monotonic
+    ) -> None:
         self._options = options
         self._clock = clock
+        self._monotonic = monotonic  # what programs' time limits are measured on (runner.ProgramRun)
         self._lock = RLock()
         self._changed = Condition(self._lock)
         self._executor = ThreadPoolExecutor(
@@ -612,7 +616,9 @@ class CommandAdapter:
             kill_grace_s=self._options.kill_grace_s,
         )
         env = {**os.environ, PROTOCOL_ENV: PROTOCOL_VERSION}
-        return ProgramRun(render(spec.argv, values), request_lines(requests), limits, env=env)
+        return ProgramRun(
+            render(spec.argv, values), request_lines(requests), limits, env=env, monotonic=self._monotonic
+        )
 
     def _call(
         self,
@@ -668,6 +674,11 @@ def _lookup_result(line: LookupLine) -> LookupResult:
     return Unknown(line.path, line.reason)
 
 
-def build_command_adapter(options: Mapping[str, object], clock: Clock) -> CommandAdapter:
-    """The adapter from its options table (see docs/command-adapter.md); ConfigError names a bad key."""
-    return CommandAdapter(parse_options(options), clock)
+def build_command_adapter(
+    options: Mapping[str, object], clock: Clock, *, monotonic: Callable[[], float] = time.monotonic
+) -> CommandAdapter:
+    """The adapter from its options table (see docs/command-adapter.md); ConfigError names a bad key.
+
+    `clock` stamps events and times health; programs' limits are real seconds on `monotonic`.
+    """
+    return CommandAdapter(parse_options(options), clock, monotonic=monotonic)

@@ -5,7 +5,8 @@ error, and ends it when it overruns its time or is asked to stop. One thread doe
 selector, so a program that never reads its input, floods its error stream or holds its pipes open cannot
 block carousel. The program runs in a session of its own and is ended as a process group (TERM, then KILL
 after a grace), so whatever it started goes with it. Deadlines are real elapsed time: they bound a real
-process.
+process. They are read from an injected monotonic clock (time.monotonic), which a test may hold still until
+the program has set itself up, so a limit never races a slow start.
 """
 
 from __future__ import annotations
@@ -177,12 +178,14 @@ class ProgramRun:
         *,
         env: Mapping[str, str] | None = None,
         max_line_bytes: int = MAX_LINE_BYTES,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._argv = list(argv)
         self._stdin_data = stdin_data
         self._limits = limits
         self._env = dict(env) if env is not None else None
         self._max_line_bytes = max_line_bytes
+        self._monotonic = monotonic  # the limits' seconds
         self._lock = threading.Lock()
         self._stop_reason: str | None = None
         self._wake_write: int | None = None
@@ -240,7 +243,7 @@ class ProgramRun:
         limits = self._limits
         splitter = _LineSplitter(self._max_line_bytes)
         tail = _StderrTail()
-        started = time.monotonic()
+        started = self._monotonic()
         deadline = started + limits.timeout_s
         idle_deadline = started + limits.idle_timeout_s if limits.idle_timeout_s else math.inf
         timed_out: str | None = None
@@ -263,7 +266,7 @@ class ProgramRun:
                 if open_outputs == 0 and process.poll() is not None:
                     break
                 stopped = self._stop_requested()
-                now = time.monotonic()
+                now = self._monotonic()
                 if stopped is not None:
                     break
                 if now >= deadline:
@@ -305,7 +308,7 @@ class ProgramRun:
                                     on_line(line)
                         elif key.data == _STDOUT:
                             if limits.idle_timeout_s:
-                                idle_deadline = time.monotonic() + limits.idle_timeout_s
+                                idle_deadline = self._monotonic() + limits.idle_timeout_s
                             for line in splitter.feed(chunk):
                                 on_line(line)
                         else:

@@ -4,7 +4,8 @@ A tape is a directory, <tape_root>/<TAPE>/, holding each file under its HSM path
 <tape_root>/<TAPE>/.index.json maps those relative paths to their positions on the tape in bytes. Staging
 copies a file from its tape directory into <disk_root>/<path>. The program speaks the command adapter's
 protocol (docs/command-adapter.md) and misbehaves on demand, so tests drive the adapter's failure handling
-through real subprocesses.
+through real subprocesses. Tests follow it by events, not by time: --gate holds each copy until a file exists,
+and --marker records how far the program got (started, hanging, finished).
 
     python fake_hsm.py --tape-root T --disk-root D [options] {lookup,stage,cancel,health}
 
@@ -42,6 +43,14 @@ MISBEHAVIOURS = (
 )
 CRASH_STATUS = 3
 HANG_S = 3600.0
+GATE_POLL_S = 0.01
+
+
+def mark(args: argparse.Namespace, what: str) -> None:
+    """One line in the --marker file: how far the program got ("started <pid>", "hanging", "finished")."""
+    if args.marker:
+        with open(args.marker, "a") as marker:
+            marker.write(what + "\n")
 
 
 def say(obj: dict[str, object]) -> None:
@@ -85,6 +94,7 @@ def hang(args: argparse.Namespace) -> None:
         child = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({HANG_S})"])
         if args.pid_file:
             Path(args.pid_file).write_text(str(child.pid))
+    mark(args, "hanging")  # set up (TERM ignored, child started): only a kill ends it now
     time.sleep(HANG_S)
 
 
@@ -168,6 +178,15 @@ def copy_into(source: Path, target: Path) -> None:
     os.replace(draft, target)
 
 
+def wait_for_gate(gate: Path) -> None:
+    """Hold until the gate file exists: the test says when a copy may go on (never, to keep a read going)."""
+    deadline = time.monotonic() + HANG_S
+    while not gate.exists():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"fake_hsm: the gate {gate} never opened")
+        time.sleep(GATE_POLL_S)
+
+
 def stage(args: argparse.Namespace) -> None:
     tape, batch = args.tape, args.batch or "no-batch"
     tape_dir, disk_root = Path(args.tape_root) / tape, Path(args.disk_root)
@@ -186,6 +205,8 @@ def stage(args: argparse.Namespace) -> None:
         say({"key": key, "status": "STARTED"})
         if args.file_delay_s:
             time.sleep(args.file_delay_s)
+        if args.gate:
+            wait_for_gate(Path(args.gate))
         rel = relative(path)
         source = tape_dir / rel if rel is not None else None
         if source is None or not source.is_file():
@@ -229,17 +250,28 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--file-delay-s", type=float, default=0.0, help="stage: pause before each copy")
     parse.add_argument("--misbehave", choices=MISBEHAVIOURS)
     parse.add_argument("--pid-file", help="hang-with-child: where to write the child's pid")
+    parse.add_argument("--gate", help="stage: before each copy, wait until this file exists")
+    parse.add_argument(
+        "--marker",
+        help="append how far the program got to this file: 'started <pid>', 'hanging' (a misbehaviour's hang"
+        " has begun), 'finished' (it ended by itself; a killed program never writes it)",
+    )
     parse.add_argument("--health", default="ONLINE", choices=("ONLINE", "DEGRADED", "OFFLINE"))
     return parse
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
-    if args.operation == "stage" and not args.tape:
-        raise SystemExit("fake_hsm: stage needs --tape")
-    if args.misbehave not in ("hang-after-first", "crash-after-first"):
-        misbehave_at_start(args)
-    {"lookup": lookup, "stage": stage, "cancel": cancel, "health": health}[args.operation](args)
+    mark(args, f"started {os.getpid()}")
+    try:
+        if args.operation == "stage" and not args.tape:
+            raise SystemExit("fake_hsm: stage needs --tape")
+        if args.misbehave not in ("hang-after-first", "crash-after-first"):
+            misbehave_at_start(args)
+        {"lookup": lookup, "stage": stage, "cancel": cancel, "health": health}[args.operation](args)
+    finally:
+        # Also on a crash or exit status of its own; a signal that kills it skips this.
+        mark(args, "finished")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ LIBRARY = {
     "catalogue": {"generate": {"seed": 11, "cartridges": 6, "files_per_cartridge": 20}},
     "scale": 1000.0,
 }
+HUNG_PATHS = 2  # read until cancelled: what the abort scenario aborts, still unread however slow the machine
 
 
 @dataclass
@@ -46,6 +47,7 @@ class Service:
     url: str
     paths: list[str]  # paths the library holds, none asked for yet
     env: dict[str, str]
+    hung: list[str]  # paths whose reads never end until cancelled
 
     def take(self, n: int) -> list[str]:
         taken, self.paths = self.paths[:n], self.paths[n:]
@@ -59,7 +61,10 @@ class Service:
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     tmp = tmp_path_factory.mktemp("gfal2")
     port = free_port()
-    env = service_environment(write_carousel_config(tmp, port=port, library=LIBRARY))
+    catalogue = list(build_simulated_adapter(LIBRARY, ManualClock()).library.catalogue)
+    hung = catalogue[-HUNG_PATHS:]
+    library = {**LIBRARY, "faults": {"hung_reads": [{"path": path} for path in hung]}}
+    env = service_environment(write_carousel_config(tmp, port=port, library=library))
     env["GFAL_PYTHONBIN"] = SYSTEM_PYTHON  # the gfal-* scripts would otherwise run the venv's python
     process, log = start_carousel(tmp, env, port)
     url = f"http://127.0.0.1:{port}"
@@ -70,8 +75,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
             pytest.fail(str(exc))
         banner = log.read_text()
         assert f"listening on {url}" in banner and "anonymous access is on" in banner
-        catalogue = build_simulated_adapter(LIBRARY, ManualClock()).library.catalogue
-        yield Service(url, list(catalogue), env)
+        yield Service(url, catalogue[:-HUNG_PATHS], env, hung)
     finally:
         stop(process)
 
@@ -153,7 +157,8 @@ out["token"], out["submitted"] = token, answers(errors)
 deadline = time.monotonic() + 60
 while True:
     errors = ctx.bring_online_poll(surls, token)
-    if all(e is None or e.code != errno.EAGAIN for e in errors) or time.monotonic() > deadline:
+    out["poll_gave_up"] = time.monotonic() > deadline
+    if all(e is None or e.code != errno.EAGAIN for e in errors) or out["poll_gave_up"]:
         break
     time.sleep(0.2)
 out["polled"] = answers(errors)
@@ -170,7 +175,7 @@ print(json.dumps(out))
 def test_python_gfal2_bring_online_poll_release_and_abort(service: Service):
     good = [service.surl(p) for p in service.take(2)]
     missing = service.surl(MISSING)
-    to_abort = [service.surl(p) for p in service.take(2)]
+    to_abort = [service.surl(p) for p in service.hung]  # surely not read before the abort
     request = {"stage": [*good, missing], "release": good, "abort": to_abort}
     result = subprocess.run(
         [SYSTEM_PYTHON, "-c", PYTHON_SCENARIO, json.dumps(request)],
@@ -183,6 +188,7 @@ def test_python_gfal2_bring_online_poll_release_and_abort(service: Service):
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
 
+    assert not out["poll_gave_up"], f"the staged files did not end within 60 s: {out['polled']}"
     assert out["submitted"] == [None, None, None]
     assert out["polled"][:2] == [None, None]  # on disk
     code, message = out["polled"][2]

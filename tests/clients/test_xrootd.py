@@ -48,6 +48,7 @@ LIBRARY = {
 START_TIMEOUT_S = 120.0
 CALL_TIMEOUT_S = 40.0
 WAIT_S = 60.0  # bounded, with room for a machine shared by several test runs
+HUNG_PATHS = 5  # files whose reads hang until cancelled (see _library)
 T = TypeVar("T")
 
 
@@ -155,20 +156,20 @@ def _program_config(work: Path, name: str, url: str) -> Path:
     return config
 
 
-def _library(hung_path: str) -> dict[str, Any]:
-    """LIBRARY, where reads of `hung_path` start and never end until cancelled: a file that is surely still
-    with the library when a test aborts it, however slow the machine."""
-    return {**LIBRARY, "faults": {"hung_reads": [{"path": hung_path}]}}
+def _library(hung_paths: list[str]) -> dict[str, Any]:
+    """LIBRARY, where reads of `hung_paths` start and never end until cancelled: files surely still with the
+    library when a test aborts them or asks about them, however slow the machine."""
+    return {**LIBRARY, "faults": {"hung_reads": [{"path": path} for path in hung_paths]}}
 
 
-def _spec(work: Path, hung_path: str) -> Path:
+def _spec(work: Path, hung_paths: list[str]) -> Path:
     """Everything the driver starts, written where nobody (xrootd's user) can read and run it."""
     (work / "data").mkdir(mode=0o755)
     program = work / "carousel-xrootd-prepare"
     program.write_text(f'#!/bin/sh\nexec {carousel_program("carousel-xrootd-prepare")} "$@"\n')
     program.chmod(0o755)
     carousel_env = service_environment(
-        write_carousel_config(work, port=CAROUSEL_PORT, library=_library(hung_path))
+        write_carousel_config(work, port=CAROUSEL_PORT, library=_library(hung_paths))
     )
     live = _program_config(work, "prepare.toml", f"http://127.0.0.1:{CAROUSEL_PORT}")
     dead = _program_config(work, "prepare-dead.toml", DEAD_SERVICE)
@@ -199,19 +200,33 @@ def pool() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def hung_path(pool: list[str]) -> str:
-    """The one path whose reads hang (see _library); no other test asks for it."""
-    return pool.pop()
+def hung_paths(pool: list[str]) -> list[str]:
+    """The paths whose reads hang (see _library), HUNG_PATHS of them; each test takes its own."""
+    return [pool.pop() for _ in range(HUNG_PATHS)]
 
 
 @pytest.fixture(scope="module")
-def namespace(hung_path: str) -> Iterator[Namespace]:
+def hung(hung_paths: list[str]) -> Iterator[Callable[[int], list[str]]]:
+    """Hung paths, none asked for before."""
+    left = list(hung_paths)
+
+    def take(n: int) -> list[str]:
+        taken = left[:n]
+        del left[:n]
+        assert len(taken) == n, f"raise HUNG_PATHS: {n} more hung paths asked for, {len(taken)} left"
+        return taken
+
+    yield take
+
+
+@pytest.fixture(scope="module")
+def namespace(hung_paths: list[str]) -> Iterator[Namespace]:
     if shutil.which("xrootd") is None or shutil.which("xrdfs") is None:
         pytest.fail("xrootd and xrdfs are missing: run scripts/system-deps.sh (xrootd-server, xrootd-client)")
     # Not under pytest's own temporary directory: that is private to root, and xrootd runs as nobody.
     work = Path(tempfile.mkdtemp(prefix="carousel-xrootd-"))
     work.chmod(0o755)
-    spec = _spec(work, hung_path)
+    spec = _spec(work, hung_paths)
     with (work / "driver.err").open("wb") as errors:
         process = subprocess.Popen(
             [
@@ -310,17 +325,19 @@ def carousel_requests(namespace: Namespace) -> list[dict[str, Any]]:
 
 
 def test_prepare_stage_is_one_request_whose_files_progress_to_completed(
-    namespace: Namespace, paths: Callable[[int], list[str]]
+    namespace: Namespace, paths: Callable[[int], list[str]], hung: Callable[[int], list[str]]
 ) -> None:
-    wanted = paths(3)
+    # One file of the request is read until cancelled: the request is surely still ACTIVE when asked, however
+    # slow the machine, until the test aborts that file at the end.
+    wanted, [held] = paths(3), hung(1)
     before = len(carousel_requests(namespace))
-    request_id = stage(namespace, *wanted, MISSING)
+    request_id = stage(namespace, *wanted, MISSING, held)
 
     first = queued_query(namespace, request_id)
     head = first.query_lines()[0]
-    assert head[:3] == ["REQUEST", request_id, "ACTIVE"] and "files=4" in head
+    assert head[:3] == ["REQUEST", request_id, "ACTIVE"] and "files=5" in head
     assert first.file_states()[MISSING] == ["FAILED", "not in the library"]
-    assert len(carousel_requests(namespace)) == before + 1  # one request for the four files
+    assert len(carousel_requests(namespace)) == before + 1  # one request for the five files
 
     seen: dict[str, list[str]] = {path: [] for path in wanted}
 
@@ -335,11 +352,17 @@ def test_prepare_stage_is_one_request_whose_files_progress_to_completed(
     order = ["SUBMITTED", "STARTED", "COMPLETED"]
     for path, states in seen.items():
         assert states == sorted(states, key=order.index), (path, states)  # only forward
-    final = query(namespace, request_id)
-    assert final.query_lines()[0][2] == "DONE"
+    assert query(namespace, request_id).query_lines()[0][2] == "ACTIVE", "one file is still being read"
+    assert namespace.xrdfs("prepare", "-a", request_id, held).rc == 0
+    final = wait_for(
+        "the request DONE",
+        lambda: query(namespace, request_id),
+        lambda answer: answer.query_lines()[0][2] == "DONE",
+    )
     assert final.file_states()[MISSING] == ["FAILED", "not in the library"]
+    assert final.file_states()[held] == ["CANCELLED"]
     summary = namespace.http(f"/api/native/v1/requests/{request_id}")
-    assert summary["counts"] == {"SUBMITTED": 0, "STARTED": 0, "COMPLETED": 3, "FAILED": 1, "CANCELLED": 0}
+    assert summary["counts"] == {"SUBMITTED": 0, "STARTED": 0, "COMPLETED": 3, "FAILED": 1, "CANCELLED": 1}
 
 
 def test_priority_and_colocation_reach_the_request(
@@ -353,10 +376,11 @@ def test_priority_and_colocation_reach_the_request(
 
 
 def test_prepare_abort_of_some_files_cancels_them_alone(
-    namespace: Namespace, paths: Callable[[int], list[str]], hung_path: str
+    namespace: Namespace, paths: Callable[[int], list[str]], hung: Callable[[int], list[str]]
 ) -> None:
-    cancelled, [kept] = hung_path, paths(1)  # the library never finishes reading `cancelled` by itself
+    [cancelled], [kept] = hung(1), paths(1)  # the library never finishes reading `cancelled` by itself
     request_id = stage(namespace, cancelled, kept)
+    queued_query(namespace, request_id)  # known to the service: the abort cannot overtake the stage
     assert namespace.xrdfs("prepare", "-a", request_id, cancelled).rc == 0  # asynchronous, like the stage
     final = wait_for(
         "one file CANCELLED, the other COMPLETED",
@@ -370,10 +394,11 @@ def test_prepare_abort_of_some_files_cancels_them_alone(
 
 
 def test_prepare_abort_cancels_the_whole_request(
-    namespace: Namespace, paths: Callable[[int], list[str]]
+    namespace: Namespace, hung: Callable[[int], list[str]]
 ) -> None:
-    wanted = paths(3)
+    wanted = hung(3)  # never read to the end before the abort, however slow the machine
     request_id = stage(namespace, *wanted)
+    queued_query(namespace, request_id)  # known to the service: the abort cannot overtake the stage
     assert namespace.xrdfs("prepare", "-a", request_id).rc == 0
     final = wait_for(
         "the request DONE",

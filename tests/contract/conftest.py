@@ -2,7 +2,9 @@
 
 Adding an adapter to the contract suite is one entry in HARNESSES: a function that builds the adapter over a
 small library and says how time moves for it (virtual time for the simulated library, real subprocesses
-waited on with a bound for the command adapter).
+waited on with a bound for the command adapter). Until a test first lets time pass, no file can end: the
+simulated library's clock stands still, and the command adapter's stage programs hold before their first
+copy at a gate that the first step opens.
 """
 
 from __future__ import annotations
@@ -137,12 +139,14 @@ def command_harness(tmp_path: Path, clock: ManualClock) -> Harness:
         files = {f"/contract/{tape.lower()}/{n}.root": bytes([n]) * (100 + n) for n in range(4)}
         held += [Held(f.path, f.tape, f.position_bytes, f.size_bytes) for f in write_tape(tapes, tape, files)]
     disk.mkdir()
-    options = command_options(tapes, disk)
+    gate = tmp_path / "time-passes"
+    options = command_options(tapes, disk, ["--gate", str(gate)])
     options.update(max_workers=2, kill_grace_s=0.5)
     adapter = build_command_adapter(options, clock)
     assert isinstance(adapter, CommandAdapter)
 
     def step() -> bool:
+        gate.touch()  # from the first step on, stage programs copy without holding
         # A bounded wait on the adapter's own condition, not a sleep: True while programs still run.
         return not adapter.wait_idle(0.05)
 

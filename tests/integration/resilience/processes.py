@@ -1,5 +1,5 @@
 """carousel processes for the resilience tests: `carousel scheduler` and `carousel api` in subprocesses, their
-output read as it comes (JSON log lines, each with the monotonic time it was read), killed or stopped."""
+output read as it comes (JSON log lines, each stamped with when the process wrote it), killed or stopped."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class Watched:
 
     def __init__(self, args: list[str], env: Mapping[str, str], log: Path) -> None:
         self.log = log
-        self.lines: list[tuple[float, str]] = []
+        self.lines: list[str] = []
         self._changed = threading.Condition()
         self.process = subprocess.Popen(
             [carousel_program(), *args], env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
@@ -48,29 +48,28 @@ class Watched:
                 sink.write(raw)
                 sink.flush()
                 with self._changed:
-                    self.lines.append((time.monotonic(), raw.decode("utf-8", "replace")))
+                    self.lines.append(raw.decode("utf-8", "replace"))
                     self._changed.notify_all()
         with self._changed:
             self._changed.notify_all()
 
-    def events(self, name: str) -> list[tuple[float, dict[str, Any]]]:
-        """The JSON log records whose event is `name`, with the time each was read."""
-        found: list[tuple[float, dict[str, Any]]] = []
-        for at, line in list(self.lines):
+    def events(self, name: str) -> list[dict[str, Any]]:
+        """The JSON log records whose event is `name` (each has the `timestamp` it was written at)."""
+        found: list[dict[str, Any]] = []
+        for line in list(self.lines):
             if line.startswith("{"):
                 record = json.loads(line)
                 if record.get("event") == name:
-                    found.append((at, record))
+                    found.append(record)
         return found
 
-    def wait_for(self, text: str, timeout_s: float = START_TIMEOUT_S) -> float:
-        """The time the first line containing `text` was read; fails when the process ends first."""
+    def wait_for(self, text: str, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Until a line contains `text`; fails when the process ends first."""
         deadline = time.monotonic() + timeout_s
         with self._changed:
             while True:
-                for at, line in self.lines:
-                    if text in line:
-                        return at
+                if any(text in line for line in self.lines):
+                    return
                 if self.process.poll() is not None and not self._reader.is_alive():
                     raise AssertionError(
                         f"exited ({self.process.returncode}) before {text!r}:\n{self.tail()}"
@@ -81,15 +80,12 @@ class Watched:
                 self._changed.wait(min(left, 0.5))
 
     def tail(self, lines: int = 40) -> str:
-        return "".join(line for _, line in self.lines[-lines:])
+        return "".join(self.lines[-lines:])
 
-    def kill(self) -> float:
-        """SIGKILL; returns when it was sent."""
-        sent = time.monotonic()
+    def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
         self._reader.join(10)
-        return sent
 
     def stop(self) -> None:
         stop(self.process, signal.SIGTERM)  # type: ignore[arg-type]

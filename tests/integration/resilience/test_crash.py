@@ -4,18 +4,23 @@ PostgreSQL: at the end every file is staged, each read from tape exactly once, a
 Requests arrive through a `carousel api` process (never killed) while schedulers come and go: each
 `carousel scheduler` is started, left to run for a random while, or until it has claims outstanding (the
 window between claim and record), or until files are with its library (on a loaded machine a random while
-can end before the first hand-over), and killed. Its simulated library dies with it; the next one finds the
-dead one's files SUBMITTED and hands them to its own library again (carousel.scheduler.inflight), and its
-stale claims back in the queue after claim_timeout_s. The libraries share a read log, the disk cache an HSM
-keeps across carousel's restarts (hsm_adapters.simulated.read_log): counting its `tape` lines per path shows
-how often each file was read from tape, across all processes.
+can end before the first hand-over), and killed. To kill one inside a window, the test freezes it (SIGSTOP)
+when the database shows the window open, looks again while it cannot move, and kills it only if the window is
+still open (else lets it go on and watches again): the window is seen open at the kill, not guessed. Its
+simulated library dies with it; the next one finds the dead one's files SUBMITTED and hands them to its own
+library again (carousel.scheduler.inflight), and its stale claims back in the queue after claim_timeout_s.
+The libraries share a read log, the disk cache an HSM keeps across carousel's restarts
+(hsm_adapters.simulated.read_log): counting its `tape` lines per path shows how often each file was read
+from tape, across all processes.
 """
 
 from __future__ import annotations
 
 import random
+import signal
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -54,7 +59,22 @@ SETTINGS = {
 }
 ACTIVE = ("UNRESOLVED", "QUEUED", "CLAIMED", "SUBMITTED")
 WATCH_S = 10.0  # bounded; a loaded machine may take seconds to reach its first claim
-FINISH_S = 120.0
+# bounded: the last scheduler fails the run when no file has ended for this long (load only slows it down)
+STALL_S = 60.0
+POLL_S = 0.002
+
+
+def freeze_inside(process: Any, is_open: Callable[[], bool]) -> None:
+    """Stop `process` (SIGSTOP) at a moment `is_open()` holds, watching for at most WATCH_S (then it is left
+    running): once stopped, `is_open()` is asked again, and only a window still open keeps it stopped."""
+    deadline = time.monotonic() + WATCH_S
+    while time.monotonic() < deadline:
+        if is_open():
+            process.send_signal(signal.SIGSTOP)
+            if is_open():  # looked at again while it cannot move: still open at the kill
+                return
+            process.send_signal(signal.SIGCONT)
+        time.sleep(POLL_S)
 
 
 def test_killed_schedulers_lose_nothing_and_read_each_file_once(
@@ -100,11 +120,9 @@ def test_killed_schedulers_lose_nothing_and_read_each_file_once(
             victim = scheduler(scheduler_env, tmp_path / f"scheduler-{n:02d}.log")
             victim.wait_for(BANNER)
             how = rng.choice(("random", "claims", "submitted"))
-            if how != "random":  # kill it the moment a cycle has claimed, or handed files to its library
+            if how != "random":  # kill it while a cycle has claimed, or handed files to its library
                 watched = "CLAIMED" if how == "claims" else "SUBMITTED"
-                deadline = time.monotonic() + WATCH_S
-                while by_state()[watched] == 0 and time.monotonic() < deadline:
-                    time.sleep(0.002)
+                freeze_inside(victim.process, lambda state=watched: by_state()[state] > 0)
             else:
                 time.sleep(rng.uniform(0.0, 1.5))  # somewhere in one of its cycles
             victim.kill()
@@ -114,10 +132,15 @@ def test_killed_schedulers_lose_nothing_and_read_each_file_once(
         while len(request_ids) < REQUESTS:
             submit_next()
         final = scheduler(scheduler_env, tmp_path / "scheduler-final.log")
-        deadline = time.monotonic() + FINISH_S
-        while sum(by_state()[s] for s in ACTIVE):
-            assert time.monotonic() < deadline, f"files still active after {FINISH_S:g} s: {by_state()}"
+        final.wait_for(BANNER)
+        active = sum(by_state()[s] for s in ACTIVE)
+        deadline = time.monotonic() + STALL_S
+        while active:
             time.sleep(0.2)
+            still = sum(by_state()[s] for s in ACTIVE)
+            if still < active:  # progress: the watch starts again
+                active, deadline = still, time.monotonic() + STALL_S
+            assert time.monotonic() < deadline, f"no file ended for {STALL_S:g} s: {by_state()}"
         elapsed = time.monotonic() - started
     finally:
         if final is not None:

@@ -15,7 +15,7 @@ from policies.fifo import FifoPolicy
 from tests.integration.scheduler.rows import add_request
 from tests.integration.scheduler.support import catalogue_files, file_states, settings
 
-WAIT_S = 10
+WAIT_S = 60  # bounded, and generous: each wait ends as soon as its event happens
 
 
 class PausingFifo(FifoPolicy):
@@ -54,6 +54,7 @@ def test_two_cycles_at_once_only_one_plans(postgres_databases, postgres_template
         finally:
             pausing.go_on.set()
             runner.join(WAIT_S)
+        assert not runner.is_alive() and reports, "the first cycle did not end"
         assert not shut_out.leader
         assert shut_out.plan is None and shut_out.claimed == 0
         assert reports[0].leader and reports[0].files_submitted == 4

@@ -171,6 +171,7 @@ def test_a_transaction_lost_to_a_deadlock_is_run_again_whole(engine):
         thread.start()
     for thread in threads:
         thread.join(WAIT_S)
+    assert not any(thread.is_alive() for thread in threads), "a transaction never ended"
     assert not errors
     assert sorted(attempts.values()) == [1, 2]  # one of them lost once and ran again
     with factory() as session:

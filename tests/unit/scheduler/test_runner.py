@@ -1,12 +1,35 @@
 """The runner on APScheduler's real background thread: waits are bounded by timeouts, never sleeps."""
 
+import logging
 import threading
 
 import pytest
 
 from carousel.scheduler.runner import CycleRunner, SideJob
 
-WAIT_S = 10
+WAIT_S = 60  # bounded, and generous: each wait ends as soon as its event happens
+# What APScheduler logs when a run comes due while the last still runs (max_instances=1): it is skipped.
+SKIPPED_RUN = "maximum number of running instances reached"
+
+
+class LogEvent(logging.Handler):
+    """Sets `happened` when a record on `logger` contains `text`: a log line to wait for."""
+
+    def __init__(self, logger: str, text: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.logger, self.text = logging.getLogger(logger), text
+        self.happened = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.happened.set()
+
+    def __enter__(self) -> "LogEvent":
+        self.logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.logger.removeHandler(self)
 
 
 def test_first_cycle_runs_at_once_then_on_the_interval():
@@ -69,12 +92,16 @@ def test_cycles_never_overlap():
                 three_done.set()
 
     runner = CycleRunner(slow_cycle, interval_s=0.01)
-    runner.start()
-    try:
-        threading.Timer(0.2, release.set).start()
-        assert three_done.wait(WAIT_S)
-    finally:
-        runner.stop()
+    with LogEvent("apscheduler.scheduler", SKIPPED_RUN) as skipped:
+        runner.start()
+        try:
+            # the first cycle lasts until a run has come due while it still runs, and was skipped
+            assert skipped.happened.wait(WAIT_S), "no run came due while the first cycle ran"
+            release.set()
+            assert three_done.wait(WAIT_S)
+        finally:
+            release.set()
+            runner.stop()
     assert most == 1
 
 
@@ -87,6 +114,7 @@ def test_a_side_job_runs_while_a_cycle_is_stuck_and_survives_its_own_failure():
     """The webhook deliverer's place: its own job, in its own thread, so neither waits for the other."""
     cycle_started = threading.Event()
     release_cycle = threading.Event()
+    cycle_ended = threading.Event()
     side_runs: list[str] = []
     side_ran_twice = threading.Event()
     closed = threading.Event()
@@ -94,6 +122,7 @@ def test_a_side_job_runs_while_a_cycle_is_stuck_and_survives_its_own_failure():
     def stuck_cycle() -> None:
         cycle_started.set()
         release_cycle.wait(WAIT_S)
+        cycle_ended.set()
 
     def side() -> None:
         side_runs.append("ran")
@@ -106,8 +135,8 @@ def test_a_side_job_runs_while_a_cycle_is_stuck_and_survives_its_own_failure():
     runner.start()
     try:
         assert cycle_started.wait(WAIT_S)
-        assert side_ran_twice.wait(WAIT_S)  # while the one cycle is still stuck
-        assert not release_cycle.is_set()
+        assert side_ran_twice.wait(WAIT_S)
+        assert not cycle_ended.is_set(), "the side job ran twice while the one cycle was still stuck"
     finally:
         release_cycle.set()
         runner.stop()

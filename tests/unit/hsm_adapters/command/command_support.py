@@ -1,4 +1,10 @@
-"""Shared by the command adapter's tests: a fake library on disk, adapters over it, bounded waits."""
+"""Shared by the command adapter's tests: a fake library on disk, adapters over it, bounded waits.
+
+Tests follow real programs by events, never by how long something took: the adapter's events, the fake HSM's
+--marker file (how far a program got) and its --gate (a copy waits until the test creates the gate file).
+Where a time limit must not run out before a program has set itself up, the adapter measures limits on a
+HeldClock the test releases once it has seen the program ready.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +25,38 @@ BOUND_S = 60.0  # the longest any test waits on real programs
 # A program's own time limit where the test is not about limits: generous, because a loaded machine can take
 # seconds just to start a Python program.
 PROGRAM_TIMEOUT_S = 20
+# A limit no test reaches: a program under it ends within BOUND_S only if carousel stops it.
+UNREACHED_TIMEOUT_S = 2 * BOUND_S
+POLL_S = 0.01
+
+
+class HeldClock:
+    """A monotonic clock for programs' time limits that stands still until released, then runs at real speed
+    from where it stood: a limit counts only from the moment the test has seen the program set itself up."""
+
+    def __init__(self) -> None:
+        self._at = time.monotonic()
+        self._lag: float | None = None
+
+    def __call__(self) -> float:
+        lag = self._lag
+        return self._at if lag is None else time.monotonic() - lag
+
+    def release(self) -> None:
+        self._lag = time.monotonic() - self._at
+
+
+def marks(marker: Path) -> list[str]:
+    """What a fake HSM program wrote to its --marker file: "started <pid>", "hanging", "finished"."""
+    return marker.read_text().splitlines() if marker.exists() else []
+
+
+def wait_for_mark(marker: Path, mark: str) -> None:
+    """Bounded: until the program has written `mark` (a state polled for, not a time asserted)."""
+    deadline = time.monotonic() + BOUND_S
+    while mark not in marks(marker):
+        assert time.monotonic() < deadline, f"the program never wrote {mark!r}; it wrote {marks(marker)}"
+        time.sleep(POLL_S)
 
 
 @dataclass
@@ -71,8 +109,14 @@ class FakeLibrary:
         options.update(top)
         return options
 
-    def adapter(self, clock: Clock, **kwargs: object) -> CommandAdapter:
-        return build_command_adapter(self.options(**kwargs), clock)  # type: ignore[arg-type]
+    def adapter(
+        self, clock: Clock, *, monotonic: Callable[[], float] = time.monotonic, **kwargs: object
+    ) -> CommandAdapter:
+        return build_command_adapter(self.options(**kwargs), clock, monotonic=monotonic)  # type: ignore[arg-type]
+
+    def on_disk(self, key: str) -> list[str]:
+        """The paths of batch `key`'s files that a stage program copied to disk."""
+        return [f.path for f in self.batch(key).files if (self.disk / f.path.lstrip("/")).exists()]
 
 
 def python_program(root: Path, name: str, source: str) -> list[str]:

@@ -8,7 +8,6 @@ import os
 import select
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,20 @@ from carousel.domain.errors import Conflict, InvalidInput, Unavailable
 from hsm_adapters.base import Batch, BatchFile, Event, EventKind, Health, NotOnTape, OnTape, Unknown
 from hsm_adapters.command import CommandAdapter, build_command_adapter
 
-from .command_support import TAPE, FakeLibrary, ends, make_library, python_program, wait_for
+from .command_support import (
+    BOUND_S,
+    PROGRAM_TIMEOUT_S,
+    TAPE,
+    UNREACHED_TIMEOUT_S,
+    FakeLibrary,
+    HeldClock,
+    ends,
+    make_library,
+    marks,
+    python_program,
+    wait_for,
+    wait_for_mark,
+)
 
 
 @pytest.fixture
@@ -39,6 +51,14 @@ def build(adapters: list[CommandAdapter], library: FakeLibrary, clock, **kwargs)
     adapter = library.adapter(clock, **kwargs)
     adapters.append(adapter)
     return adapter
+
+
+def started(events: list[Event]) -> bool:
+    return any(e.kind is EventKind.FILE_STARTED for e in events)
+
+
+def staged(events: list[Event]) -> bool:
+    return any(e.kind is EventKind.FILE_STAGED for e in events)
 
 
 def ends_within(pid: int, timeout_s: float) -> bool:
@@ -119,68 +139,121 @@ def test_a_wrapper_may_say_more_and_wrong_things_are_ignored(tmp_path, clock, ad
 # --- programs that hang, crash or talk nonsense -------------------------------------------------------------
 
 
-def test_a_hung_stage_program_is_killed_and_its_files_fail_with_the_reason(library, clock, adapters):
-    adapter = build(adapters, library, clock, stage_args=["--misbehave", "hang"], stage={"timeout_s": 1})
+def test_a_hung_stage_program_is_killed_and_its_files_fail_with_the_reason(
+    library, clock, adapters, tmp_path
+):
+    # It hangs for an hour: within the wait of `ends` only its 1 s limit can end it (killed before or after it
+    # has started up, the outcome is the same).
+    marker = tmp_path / "marker"
+    adapter = build(
+        adapters,
+        library,
+        clock,
+        stage_args=["--misbehave", "hang", "--marker", str(marker)],
+        stage={"timeout_s": 1},
+    )
     batch = library.batch("hung")
-    started = time.monotonic()
     adapter.submit(batch)
     by_key = ends(adapter)
-    assert time.monotonic() - started < 10
     for file in batch.files:
         event = by_key[file.key]
         assert event.kind is EventKind.FILE_FAILED and event.retryable
         assert event.reason.startswith("stage program timed out after 1 s; program killed")
+    assert "finished" not in marks(marker), "killed: it never ended by itself"
     assert adapter.health() is Health.DEGRADED, "a program that did not run at all counts against health"
 
 
 def test_a_program_deaf_to_term_is_killed_with_its_children(library, clock, adapters, tmp_path):
-    pid_file = tmp_path / "child.pid"
+    # Each limit counts from the moment the program is set up (its child started, TERM ignored): a slow start
+    # on a loaded machine cannot let the limit end it before there is anything to test.
+    pid_file, marker = tmp_path / "child.pid", tmp_path / "with-child"
+    held = HeldClock()
     adapter = build(
         adapters,
         library,
         clock,
-        stage_args=["--misbehave", "hang-with-child", "--pid-file", str(pid_file)],
+        monotonic=held,
+        stage_args=["--misbehave", "hang-with-child", "--pid-file", str(pid_file), "--marker", str(marker)],
         stage={"timeout_s": 1},
     )
     adapter.submit(library.batch("deaf", 1))
+    wait_for_mark(marker, "hanging")
+    held.release()
     by_key = ends(adapter)
     assert "timed out" in by_key["deaf/0"].reason
     child = int(pid_file.read_text())
-    assert ends_within(child, 5), "the program's whole process group is ended"
+    assert ends_within(child, BOUND_S), "the program's whole process group is ended"
+    assert "finished" not in marks(marker)
 
+    marker = tmp_path / "deaf"
+    held = HeldClock()
     deaf = build(
-        adapters, library, clock, stage_args=["--misbehave", "hang-ignoring-term"], stage={"timeout_s": 1}
+        adapters,
+        library,
+        clock,
+        monotonic=held,
+        stage_args=["--misbehave", "hang-ignoring-term", "--marker", str(marker)],
+        stage={"timeout_s": 1},
     )
     deaf.submit(library.batch("deafer", 1))
+    wait_for_mark(marker, "hanging")  # TERM is ignored from here on: only KILL can end it
+    held.release()
     assert "timed out after 1 s; program killed" in ends(deaf)["deafer/0"].reason
+    assert "finished" not in marks(marker), "killed, not ended by itself"
 
 
-def test_an_idle_timeout_catches_a_silent_program_in_a_long_batch(library, clock, adapters):
+def test_an_idle_timeout_catches_a_silent_program_in_a_long_batch(library, clock, adapters, tmp_path):
+    # The gate never opens: the first copy never ends, and the whole-call limit lies beyond any wait here, so
+    # only the idle limit can end the program. It counts from the moment the program has spoken (held till
+    # then): the silence in the middle of a batch is caught, not a slow start.
+    gate, marker = tmp_path / "gate", tmp_path / "marker"
+    held = HeldClock()
     adapter = build(
         adapters,
         library,
         clock,
-        stage_args=["--file-delay-s", "20"],
-        stage={"timeout_s": 60, "idle_timeout_s": 0.5},
+        monotonic=held,
+        stage_args=["--gate", str(gate), "--marker", str(marker)],
+        stage={"timeout_s": UNREACHED_TIMEOUT_S, "idle_timeout_s": 0.5},
     )
-    started = time.monotonic()
     adapter.submit(library.batch("idle", 2))
-    by_key = ends(adapter)
-    assert time.monotonic() - started < 15  # not the 20 s of the first file
-    assert by_key["idle/0"].reason.startswith("stage program printed nothing for 0.5 s; program killed")
+    seen: list[Event] = []
+    wait_for(adapter, seen, started)
+    held.release()
+    by_key = ends(adapter, seen)
+    for key in ("idle/0", "idle/1"):
+        assert by_key[key].kind is EventKind.FILE_FAILED
+        assert by_key[key].reason.startswith("stage program printed nothing for 0.5 s; program killed")
+    assert library.on_disk("idle") == [], "the first file was never copied"
+    assert "finished" not in marks(marker)
 
 
 def test_files_reported_before_a_hang_or_crash_keep_their_result(library, clock, adapters):
-    for misbehaviour, fragment in (
-        ("hang-after-first", "timed out after 1 s"),
-        ("crash-after-first", "exit status 3; stderr: fake_hsm: simulated crash after the first file"),
+    # The hang's 1 s limit counts from the first file's report (held till then), so a slow start cannot end
+    # the program before it has reported anything; the crash needs no limit (it ends by itself).
+    for misbehaviour, limit_s, fragment in (
+        ("hang-after-first", 1, "timed out after 1 s"),
+        (
+            "crash-after-first",
+            PROGRAM_TIMEOUT_S,
+            "exit status 3; stderr: fake_hsm: simulated crash after the first file",
+        ),
     ):
+        held = HeldClock()
         adapter = build(
-            adapters, library, clock, stage_args=["--misbehave", misbehaviour], stage={"timeout_s": 1}
+            adapters,
+            library,
+            clock,
+            monotonic=held,
+            stage_args=["--misbehave", misbehaviour],
+            stage={"timeout_s": limit_s},
         )
         batch = library.batch(misbehaviour, 3)
         adapter.submit(batch)
-        by_key = ends(adapter)
+        seen: list[Event] = []
+        wait_for(adapter, seen, staged)
+        held.release()
+        by_key = ends(adapter, seen)
         assert by_key[f"{misbehaviour}/0"].kind is EventKind.FILE_STAGED
         for n in (1, 2):
             assert by_key[f"{misbehaviour}/{n}"].kind is EventKind.FILE_FAILED
@@ -238,8 +311,10 @@ def test_a_stage_program_that_misbehaves_fails_its_files_with_the_reason(
 def test_a_lookup_program_that_misbehaves_gives_answers_with_the_reason(
     library, clock, adapters, misbehaviour, answer, reason
 ):
+    # Only the hang is ended by its limit; the others must not race a limit while Python starts.
+    limit_s = 1 if misbehaviour == "hang" else PROGRAM_TIMEOUT_S
     adapter = build(
-        adapters, library, clock, lookup_args=["--misbehave", misbehaviour], lookup={"timeout_s": 1}
+        adapters, library, clock, lookup_args=["--misbehave", misbehaviour], lookup={"timeout_s": limit_s}
     )
     paths = [library.files[0].path, "/elsewhere"]
     results = adapter.lookup(paths)
@@ -284,8 +359,10 @@ def test_a_missing_program_fails_clearly_and_health_follows(tmp_path, library, a
 # --- cancel -------------------------------------------------------------------------------------------------
 
 
-def test_cancel_drops_a_queued_batch_before_it_runs(library, clock, adapters):
-    adapter = build(adapters, library, clock, max_workers=1, stage_args=["--file-delay-s", "0.2"])
+def test_cancel_drops_a_queued_batch_before_it_runs(library, clock, adapters, tmp_path):
+    # One worker, and the first batch holds at its gate: the second stays queued until the test opens it.
+    gate = tmp_path / "gate"
+    adapter = build(adapters, library, clock, max_workers=1, stage_args=["--gate", str(gate)])
     first, second = library.batch("first", 2), library.batch("second", 3)
     adapter.submit(first)
     adapter.submit(second)
@@ -296,25 +373,28 @@ def test_cancel_drops_a_queued_batch_before_it_runs(library, clock, adapters):
     assert (result.cancelled, result.in_progress, result.unknown) == (tuple(keys), (), ())
     immediately = adapter.poll_events()
     assert [e.file_key for e in immediately if e.kind is EventKind.FILE_CANCELLED] == keys
-    seen: list[Event] = []
+    gate.touch()
+    seen: list[Event] = immediately
     by_key = ends(adapter, seen)
     assert not any(e.batch_key == "second" and e.kind is EventKind.MOUNTED for e in seen), "never ran"
     assert all(by_key[file.key].kind is EventKind.FILE_STAGED for file in first.files)
 
 
-def test_cancel_asks_the_cancel_program_about_a_running_batch(library, clock, adapters):
-    # Each file takes 1 s: run/2 starts 2 s after run/0, time enough for the cancel program (a Python start,
-    # slow on a loaded machine) to claim it.
-    adapter = build(adapters, library, clock, stage_args=["--file-delay-s", "1"])
+def test_cancel_asks_the_cancel_program_about_a_running_batch(library, clock, adapters, tmp_path):
+    # The stage program holds in run/0 (at its gate) until the cancel program has answered, however long a
+    # Python start takes: run/2 and run/3 are surely not begun when it claims them.
+    gate = tmp_path / "gate"
+    adapter = build(adapters, library, clock, stage_args=["--gate", str(gate)])
     batch = library.batch("run")
     adapter.submit(batch)
     seen: list[Event] = []
-    wait_for(adapter, seen, lambda events: any(e.kind is EventKind.FILE_STARTED for e in events))
+    wait_for(adapter, seen, started)
 
     result = adapter.cancel(["run/0", "run/2", "run/3"])
 
     assert result.cancelled == ("run/2", "run/3")
     assert result.in_progress == ("run/0",)
+    gate.touch()
     by_key = ends(adapter, seen)
     assert [by_key[f"run/{n}"].kind for n in range(4)] == [
         EventKind.FILE_STAGED,
@@ -324,23 +404,31 @@ def test_cancel_asks_the_cancel_program_about_a_running_batch(library, clock, ad
     ]
 
 
-def test_without_a_cancel_program_a_batch_wholly_cancelled_is_stopped(library, clock, adapters):
-    # 20 s a file: stopped takes well under that however loaded the machine, read to the end far longer
-    adapter = build(adapters, library, clock, cancel=False, stage_args=["--file-delay-s", "20"])
+def test_without_a_cancel_program_a_batch_wholly_cancelled_is_stopped(library, clock, adapters, tmp_path):
+    # The gate never opens and the program's limit lies beyond every wait here: within the wait of `ends`,
+    # only being stopped can end it.
+    gate, marker = tmp_path / "gate", tmp_path / "marker"
+    adapter = build(
+        adapters,
+        library,
+        clock,
+        cancel=False,
+        stage_args=["--gate", str(gate), "--marker", str(marker)],
+        stage={"timeout_s": UNREACHED_TIMEOUT_S},
+    )
     batch = library.batch("stop")
     adapter.submit(batch)
     seen: list[Event] = []
-    wait_for(adapter, seen, lambda events: any(e.kind is EventKind.FILE_STARTED for e in events))
+    wait_for(adapter, seen, started)
     keys = [file.key for file in batch.files]
 
     partial = adapter.cancel(keys[1:])
     assert (partial.cancelled, partial.in_progress) == ((), tuple(keys[1:])), "cannot drop single files"
-    started = time.monotonic()
     whole = adapter.cancel(keys)
 
     assert (whole.cancelled, whole.in_progress) == ((), tuple(keys)), "mid-read: honest about it"
     by_key = ends(adapter, seen)
-    assert time.monotonic() - started < 15, "stopped, not read to the end"
+    assert "finished" not in marks(marker) and library.on_disk("stop") == [], "stopped, not read to the end"
     for key in keys:
         assert by_key[key].kind is EventKind.FILE_CANCELLED
         assert by_key[key].reason == "cancelled by carousel; the HSM did not read it"
@@ -350,10 +438,9 @@ def test_without_a_cancel_program_a_batch_wholly_cancelled_is_stopped(library, c
 # --- capacity, health, events, lifetime ---------------------------------------------------------------------
 
 
-def test_capacity_follows_the_work(library, clock, adapters):
-    adapter = build(
-        adapters, library, clock, max_workers=1, queue_files=10, stage_args=["--file-delay-s", "0.3"]
-    )
+def test_capacity_follows_the_work(library, clock, adapters, tmp_path):
+    gate = tmp_path / "gate"  # the work stays where it is until the test opens it
+    adapter = build(adapters, library, clock, max_workers=1, queue_files=10, stage_args=["--gate", str(gate)])
     idle = adapter.capacity()
     assert (idle.drives_total, idle.drives_free, idle.queue_slots, idle.mounted_tapes) == (
         1,
@@ -364,10 +451,12 @@ def test_capacity_follows_the_work(library, clock, adapters):
     adapter.submit(library.batch("busy", 2))
     adapter.submit(library.batch("waiting", 3))
     seen: list[Event] = []
-    wait_for(adapter, seen, lambda events: any(e.kind is EventKind.FILE_STARTED for e in events))
+    wait_for(adapter, seen, started)
     busy = adapter.capacity()
     assert (busy.drives_free, busy.mounted_tapes) == (0, (TAPE,))
     assert busy.queue_slots["default"] <= 10 - 3
+    assert busy.queue_slots == {"default": 10 - 5}, "all five files wait for their end"
+    gate.touch()
     ends(adapter, seen)
     assert adapter.capacity() == idle
 
@@ -412,7 +501,7 @@ def test_a_failing_sink_loses_no_event(library, clock, adapters):
 
     adapter.set_sink(flaky)
     adapter.submit(library.batch("s", 2))
-    assert adapter.wait_idle(20)
+    assert adapter.wait_idle(BOUND_S)
     kept = adapter.poll_events()
     assert kept and kept[0].kind is EventKind.FILE_STAGED, (
         "the refused event and those after it wait, in order"
@@ -424,36 +513,52 @@ def test_a_failing_sink_loses_no_event(library, clock, adapters):
 def test_set_sink_hands_over_what_was_waiting(library, clock, adapters):
     adapter = build(adapters, library, clock)
     adapter.submit(library.batch("w", 2))
-    assert adapter.wait_idle(20)
+    assert adapter.wait_idle(BOUND_S)
     received: list[Event] = []
     adapter.set_sink(received.append)
     assert [e.seq for e in received] == list(range(1, len(received) + 1)) and len(received) >= 4
     assert adapter.poll_events() == []
 
 
-def test_submit_refuses_a_batch_that_names_a_file_twice_or_one_already_pending(library, clock, adapters):
-    adapter = build(adapters, library, clock, stage_args=["--file-delay-s", "0.2"])
+def test_submit_refuses_a_batch_that_names_a_file_twice_or_one_already_pending(
+    library, clock, adapters, tmp_path
+):
+    gate = tmp_path / "gate"  # batch "one" stays pending until the test opens it
+    adapter = build(adapters, library, clock, stage_args=["--gate", str(gate)])
     file = library.batch("x", 1).files[0]
     with pytest.raises(InvalidInput, match=r"names file key 'x/0' twice"):
         adapter.submit(Batch("twice", TAPE, (file, file)))
     adapter.submit(Batch("one", TAPE, (file,)))
     with pytest.raises(Conflict, match=r"file key 'x/0' is already pending in batch 'one'"):
         adapter.submit(Batch("two", TAPE, (file,)))
-    ends(adapter)
+    gate.touch()
+    assert ends(adapter)["x/0"].kind is EventKind.FILE_STAGED
 
 
-def test_close_stops_programs_ends_every_file_and_leaves_nothing_behind(library, clock, adapters):
-    adapter = build(adapters, library, clock, max_workers=1, stage_args=["--file-delay-s", "20"])
+def test_close_stops_programs_ends_every_file_and_leaves_nothing_behind(library, clock, adapters, tmp_path):
+    # The running program holds at its gate for ever, under a limit beyond the bounded wait for close():
+    # close() returns within that wait only by stopping it.
+    gate, marker = tmp_path / "gate", tmp_path / "marker"
+    adapter = build(
+        adapters,
+        library,
+        clock,
+        max_workers=1,
+        stage_args=["--gate", str(gate), "--marker", str(marker)],
+        stage={"timeout_s": UNREACHED_TIMEOUT_S},
+    )
     running, queued = library.batch("running", 2), library.batch("queued", 2)
     adapter.submit(running)
     adapter.submit(queued)
     seen: list[Event] = []
-    wait_for(adapter, seen, lambda events: any(e.kind is EventKind.FILE_STARTED for e in events))
+    wait_for(adapter, seen, started)
 
-    started = time.monotonic()
-    adapter.close()
+    closing = threading.Thread(target=adapter.close, daemon=True)
+    closing.start()
+    closing.join(BOUND_S)
+    assert not closing.is_alive(), "close() waited for the running program instead of stopping it"
 
-    assert time.monotonic() - started < 15  # not the 20 s of the file being read
+    assert "finished" not in marks(marker) and library.on_disk("running") == [], "stopped mid-read"
     by_key = ends(adapter, seen)
     for file in running.files:
         assert by_key[file.key].reason == "stage program stopped (the command adapter is closing)"

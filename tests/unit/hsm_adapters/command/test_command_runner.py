@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
-import time
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,9 +15,12 @@ from hsm_adapters.command.runner import (
     STDERR_REASON_CHARS,
     Limits,
     Line,
+    Outcome,
     ProgramRun,
     _LineSplitter,
 )
+
+from .command_support import BOUND_S, UNREACHED_TIMEOUT_S, HeldClock, marks, python_program, wait_for_mark
 
 QUICK = Limits(timeout_s=20, kill_grace_s=0.2)
 
@@ -69,22 +73,30 @@ def test_death_by_signal_is_named():
     assert not outcome.ran_to_an_end
 
 
-def test_stop_ends_a_running_program_quickly_and_before_start_nothing_runs():
-    program = ProgramRun(python("import time; print('up', flush=True); time.sleep(60)"), b"", QUICK)
+def test_stop_ends_a_running_program_at_once_and_before_start_nothing_runs(tmp_path: Path):
+    # It sleeps an hour under a limit beyond the wait below: only the stop can end the run within it.
+    marker = tmp_path / "finished"
+    source = f"import os, time; print(os.getpid(), flush=True); time.sleep(3600); open({str(marker)!r}, 'w')"
+    limits = Limits(timeout_s=UNREACHED_TIMEOUT_S, kill_grace_s=0.2)
+    program = ProgramRun(python(source), b"", limits)
+    pids: list[int] = []
     seen = threading.Event()
     result: list[object] = []
 
     def on_line(line: Line) -> None:
+        pids.append(int(line.text))
         seen.set()
 
-    worker = threading.Thread(target=lambda: result.append(program.run(on_line)))
+    worker = threading.Thread(target=lambda: result.append(program.run(on_line)), daemon=True)
     worker.start()
-    assert seen.wait(20)
-    started = time.monotonic()
+    assert seen.wait(BOUND_S), "the program never said it was up"
     program.stop("not wanted any more")
-    worker.join(20)
-    assert time.monotonic() - started < 5
+    worker.join(BOUND_S)
+    if worker.is_alive():
+        os.killpg(pids[0], signal.SIGKILL)  # leave nothing behind, then fail
+        raise AssertionError("stop did not end the run: it waited for the program")
     assert result[0].stopped == "not wanted any more"
+    assert not marker.exists(), "the program was ended, it did not finish"
     assert result[0].describe() == "stopped (not wanted any more)"
 
     never = ProgramRun(["/nonexistent/never-started"], b"", QUICK)
@@ -92,12 +104,34 @@ def test_stop_ends_a_running_program_quickly_and_before_start_nothing_runs():
     assert never.run(on_line).stopped == "changed my mind", "not even an attempt to start"
 
 
-def test_a_program_that_closes_its_outputs_but_lives_on_is_still_bounded():
-    limits = Limits(timeout_s=1, kill_grace_s=0.2)
-    started = time.monotonic()
-    _, outcome = run(python("import os, time; os.close(1); os.close(2); time.sleep(60)"), limits=limits)
-    assert time.monotonic() - started < 10
+def test_a_program_that_closes_its_outputs_but_lives_on_is_still_bounded(tmp_path: Path):
+    # Its 1 s limit counts from the moment both outputs are closed (held till then), so the run surely waits
+    # in the state under test; had the limit been ignored, the program would finish after 30 s by itself.
+    marker = tmp_path / "marker"
+    argv = python_program(
+        tmp_path,
+        "lives_on",
+        "import os, sys, time\n"
+        "mark = lambda what: open(sys.argv[1], 'a').write(what + '\\n')\n"
+        "os.close(1)\n"
+        "os.close(2)\n"
+        "mark('hanging')\n"
+        "time.sleep(30)\n"
+        "mark('finished')\n",
+    )
+    held = HeldClock()
+    program = ProgramRun([*argv, str(marker)], b"", Limits(timeout_s=1, kill_grace_s=0.2), monotonic=held)
+    result: list[Outcome] = []
+    worker = threading.Thread(target=lambda: result.append(program.run(lambda line: None)), daemon=True)
+    worker.start()
+    wait_for_mark(marker, "hanging")
+    held.release()
+    worker.join(BOUND_S)
+    assert not worker.is_alive(), "the run did not end at its limit"
+    outcome = result[0]
     assert outcome.timed_out == "timed out after 1 s"
+    assert outcome.returncode is not None and outcome.returncode < 0, "killed by a signal"
+    assert marks(marker) == ["hanging"], "it never finished by itself"
 
 
 @given(
