@@ -27,12 +27,10 @@ from sqlalchemy.orm import Session
 from carousel.db import completion_bulk as bulk
 from carousel.db import completion_queries as q
 from carousel.db.lock_order import lock_links_and_files
-from carousel.domain.states import FileState
+from carousel.domain.states import CANCEL_READ, FAIL_READ, FILE_IN_FLIGHT, FileState
 from hsm_adapters.base import Event, EventKind
 
 log = structlog.get_logger(__name__)
-
-IN_FLIGHT = frozenset({FileState.CLAIMED, FileState.SUBMITTED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +131,7 @@ def _apply_one(
         report.stale.append(event.seq)
         return
     batch_key = event.batch_key or file.batch_key
-    current = file.state in IN_FLIGHT and (event.batch_key is None or event.batch_key == file.batch_key)
+    current = file.state in FILE_IN_FLIGHT and (event.batch_key is None or event.batch_key == file.batch_key)
 
     if event.kind is EventKind.FILE_STARTED:
         if batch_key is not None:
@@ -163,7 +161,7 @@ def _apply_one(
             counted[1] += event.bytes
         report.bytes_staged += event.bytes
         # A read that ended on disk is good whichever batch did it.
-        if file.state in IN_FLIGHT:
+        if file.state in FILE_IN_FLIGHT:
             writes.files_staged.append({"b_file": file.id, "b_at": event.at})
             files[file.id] = replace(file, state=FileState.STAGED, wanted=False)
             report.staged += 1
@@ -223,9 +221,7 @@ def _failed(
         return
     gave_up = event.retryable and attempts >= retry.max_attempts
     detail = f"{reason} (gave up after {attempts} attempts)" if gave_up else reason
-    q.finish_file(
-        session, file.id, FileState.FAILED, event.at, from_states=IN_FLIGHT, error=detail, attempts=attempts
-    )
+    q.finish_file(session, file.id, FAIL_READ, event.at, error=detail, attempts=attempts)
     report.failed += 1
 
 
@@ -235,12 +231,5 @@ def _cancelled(session: Session, file: q.FileNow, event: Event, report: Completi
         q.requeue_for_retry(session, file.id, attempts=file.attempts, not_before=None, error=event.reason)
         report.requeued += 1
         return
-    q.finish_file(
-        session,
-        file.id,
-        FileState.CANCELLED,
-        event.at,
-        from_states=IN_FLIGHT,
-        error=event.reason or "cancelled",
-    )
+    q.finish_file(session, file.id, CANCEL_READ, event.at, error=event.reason or "cancelled")
     report.cancelled += 1

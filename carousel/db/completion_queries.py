@@ -14,8 +14,9 @@ from sqlalchemy import ColumnElement, delete, exists, insert, select, tuple_, up
 from sqlalchemy.orm import Session
 
 from carousel.db.models import AppliedEvent, Mount, QueuedFileRow, Recall, RequestFile, StageRequest
+from carousel.db.state_sets import values
 from carousel.db.webhook_queries import enqueue_deliveries
-from carousel.domain.states import FileState, LinkState, RequestState
+from carousel.domain.states import REQUEUE, FileMove, FileState, LinkState, RequestState
 
 F = QueuedFileRow
 
@@ -83,22 +84,22 @@ def file_now(session: Session, file_id: int) -> FileNow | None:
 def finish_file(
     session: Session,
     file_id: int,
-    outcome: FileState,
+    move: FileMove,
     at: datetime,
     *,
-    from_states: Collection[FileState],
     error: str | None = None,
     attempts: int | None = None,
 ) -> bool:
-    """Ends a recall (STAGED, FAILED or CANCELLED) and gives every waiting requester the same answer.
-    Returns False when the file was no longer in one of from_states (nothing changed)."""
-    values: dict[str, object] = {"state": outcome.value, "finished_at": at, "error": error}
+    """Ends a recall by `move` (to STAGED, FAILED or CANCELLED) and gives every waiting requester the same
+    answer. Returns False when the file was no longer in one of the move's sources (nothing changed)."""
+    outcome = move.target
+    columns: dict[str, object] = {"state": outcome.value, "finished_at": at, "error": error}
     if outcome is FileState.STAGED:
-        values["on_disk"] = True
+        columns["on_disk"] = True
     if attempts is not None:
-        values["attempts"] = attempts
+        columns["attempts"] = attempts
     changed = session.execute(
-        update(F).where(F.id == file_id, F.state.in_([s.value for s in from_states])).values(**values)
+        update(F).where(F.id == file_id, F.state.in_(values(move.sources))).values(**columns)
     ).rowcount  # type: ignore[attr-defined]
     if not changed:
         return False
@@ -144,9 +145,9 @@ def requeue_for_retry(
     """Back to the queue after a failed or interrupted read; not_before keeps it off the current mount."""
     changed = session.execute(
         update(F)
-        .where(F.id == file_id, F.state.in_((FileState.CLAIMED.value, FileState.SUBMITTED.value)))
+        .where(F.id == file_id, F.state.in_(values(REQUEUE.sources)))
         .values(
-            state=FileState.QUEUED.value,
+            state=REQUEUE.target.value,
             attempts=attempts,
             not_before=not_before,
             error=error,

@@ -21,13 +21,11 @@ from datetime import datetime, timedelta
 
 from carousel.domain.planning import GroupDemand, GroupUsage, ReadOrder, Selection, TapeDemand, TapeInFlight
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand, Reading, split_mount_time
-from carousel.domain.states import FileState
+from carousel.domain.states import CLAIM, FILE_ACTIVE, FILE_IN_FLIGHT, GIVE_BACK, HAND_OVER, FileState
 from carousel.scheduler.queue_store import Claim
 from hsm_adapters.base import Event, EventKind
 
 SERVICE_CLASS = "default"  # traces carry no class of service
-ACTIVE = frozenset({FileState.QUEUED, FileState.CLAIMED, FileState.SUBMITTED})
-IN_FLIGHT = frozenset({FileState.CLAIMED, FileState.SUBMITTED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +136,7 @@ class MemoryQueueStore:
         outcome = RowOutcome()
         self.rows.append(outcome)
         file = self._by_path.get(path)
-        if file is not None and file.state in ACTIVE:
+        if file is not None and file.state in FILE_ACTIVE:
             file.waiters.append(row)
             if priority > file.priority:
                 file.priority = priority
@@ -201,7 +199,7 @@ class MemoryQueueStore:
             chosen = self._choose(selection) if selection.max_files > 0 else []
             for file in chosen:
                 self._unqueue(file)
-                file.state = FileState.CLAIMED
+                file.state = CLAIM.target
                 file.batch_key = key
                 self._flight(file, +1)
             claims.append((selection, key, [_claimed(f) for f in chosen]))
@@ -214,17 +212,17 @@ class MemoryQueueStore:
         for batch in accepted:
             for file_id in batch.file_ids:
                 file = self.files[file_id - 1]
-                if file.state is FileState.CLAIMED:
-                    file.state = FileState.SUBMITTED
+                if file.state in HAND_OVER.sources:
+                    file.state = HAND_OVER.target
                     file.batch_key = batch.batch_key
                     file.submitted_at = now
                     submitted += 1
         returned = 0
         for file_id in refused:
             file = self.files[file_id - 1]
-            if file.state is FileState.CLAIMED:
+            if file.state in GIVE_BACK.sources:
                 self._flight(file, -1)
-                file.state = FileState.QUEUED
+                file.state = GIVE_BACK.target
                 file.batch_key = None
                 self._enqueue(file)
                 returned += 1
@@ -256,7 +254,7 @@ class MemoryQueueStore:
                 self._started(file, event)
             return
         if event.kind is EventKind.FILE_STAGED:
-            if file.state in IN_FLIGHT:  # a read that reached disk counts whichever batch did it
+            if file.state in FILE_IN_FLIGHT:  # a read that reached disk counts whichever batch did it
                 mount = self._open_mounts.get((event.tape or "", event.drive))
                 if mount is not None:
                     mount.files += 1
@@ -278,7 +276,7 @@ class MemoryQueueStore:
     @staticmethod
     def _current(file: _File, event: Event) -> bool:
         """The event is about the file's present attempt (not one it has moved on from)."""
-        return file.state in IN_FLIGHT and (event.batch_key is None or event.batch_key == file.batch_key)
+        return file.state in FILE_IN_FLIGHT and (event.batch_key is None or event.batch_key == file.batch_key)
 
     def _started(self, file: _File, event: Event) -> None:
         file.started_at = event.at

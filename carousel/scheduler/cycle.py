@@ -38,7 +38,7 @@ from carousel.db.lock_order import lock_links_and_files
 from carousel.db.transient_errors import database_unavailable
 from carousel.domain.clock import Clock
 from carousel.domain.planning import LibraryCosts, Plan
-from carousel.domain.states import FileState
+from carousel.domain.states import NOT_ON_TAPE
 from carousel.scheduler.feed import FeedControl, FeedSettings
 from carousel.scheduler.inflight import InFlightWatch
 from carousel.scheduler.planning_path import PlanningPath, published_costs
@@ -302,14 +302,7 @@ class Cycle:
                         size_bytes=result.size_bytes,
                     )
                 elif isinstance(result, NotOnTape):
-                    not_on_tape += finish_file(
-                        session,
-                        file.id,
-                        FileState.FAILED,
-                        now,
-                        from_states=[FileState.UNRESOLVED],
-                        error=result.reason,
-                    )
+                    not_on_tape += finish_file(session, file.id, NOT_ON_TAPE, now, error=result.reason)
                 else:
                     q.still_unresolved(session, file.id, result.reason, now)
             return resolved, not_on_tape
