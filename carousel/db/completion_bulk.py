@@ -14,10 +14,10 @@ from typing import Any
 from sqlalchemy import bindparam, exists, func, select, update
 from sqlalchemy.orm import Session
 
-from carousel.db.completion_queries import FileNow
 from carousel.db.models import Mount, QueuedFileRow, Recall, RequestFile, StageRequest
 from carousel.db.state_sets import one_of
 from carousel.db.webhook_queries import enqueue_deliveries
+from carousel.domain.completion import FileNow
 from carousel.domain.states import FILE_IN_FLIGHT, STAGE, FileState, LinkState, RequestState
 
 F = QueuedFileRow

@@ -7,7 +7,6 @@ twice changes nothing. Callers own the transaction; nothing here commits.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import ColumnElement, delete, exists, insert, select, tuple_, update
@@ -16,6 +15,7 @@ from sqlalchemy.orm import Session
 from carousel.db.models import AppliedEvent, Mount, QueuedFileRow, Recall, RequestFile, StageRequest
 from carousel.db.state_sets import values
 from carousel.db.webhook_queries import enqueue_deliveries
+from carousel.domain.completion import FileNow
 from carousel.domain.states import REQUEUE, FileMove, FileState, LinkState, RequestState
 
 F = QueuedFileRow
@@ -25,17 +25,6 @@ _LINK_FOR_FILE = {
     FileState.FAILED: LinkState.FAILED,
     FileState.CANCELLED: LinkState.CANCELLED,
 }
-
-
-@dataclass(frozen=True, slots=True)
-class FileNow:
-    """What completion needs to know of a file to judge an event about it."""
-
-    id: int
-    state: FileState
-    batch_key: str | None
-    attempts: int
-    wanted: bool  # some requester's link is still PENDING
 
 
 # --- idempotence ------------------------------------------------------------------------------------------

@@ -51,7 +51,8 @@ FILE_TAPE_WORK: frozenset[FileState] = frozenset({FileState.QUEUED}) | FILE_IN_F
 
 def check_file_transition(old: FileState, new: FileState) -> None:
     """Refuses a change the table does not allow. It guards every production transition: each FileMove is
-    checked when it is defined, and the moves are what every update of a file's state writes."""
+    checked when it is defined (the moves are what every update of a file's state writes), and the completion
+    rule checks each answer's move against the file's present state (carousel.domain.completion)."""
     if new not in FILE_TRANSITIONS[old]:
         raise InvalidTransition(f"file state {old} cannot become {new}")
 

@@ -28,7 +28,7 @@ import structlog
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from carousel.completion.apply import CompletionReport, RetryRule, apply_events
+from carousel.completion.apply import CompletionReport, apply_events
 from carousel.config import Settings
 from carousel.db import queue_queries as q
 from carousel.db.completion_queries import finish_file
@@ -37,6 +37,7 @@ from carousel.db.leader_lock import LeaderLock, leader_lock_for
 from carousel.db.lock_order import lock_links_and_files
 from carousel.db.transient_errors import database_unavailable
 from carousel.domain.clock import Clock
+from carousel.domain.completion import RetryRule
 from carousel.domain.planning import LibraryCosts, Plan
 from carousel.domain.states import NOT_ON_TAPE
 from carousel.scheduler.feed import FeedControl, FeedSettings
