@@ -154,7 +154,7 @@ _UPSERT_FILES = f"""
 INSERT INTO files (path, state, tape, position_bytes, size_bytes, service_class, grp, priority, attempts,
                    error, queued_at, finished_at, on_disk)
 SELECT t.path, t.state, t.tape, t.position_bytes, t.size_bytes, 'default', :grp, :priority, 0,
-       t.error, :now, CASE WHEN t.state IN ('STAGED', 'FAILED') THEN :now END, t.on_disk
+       t.error, :now, CASE WHEN t.state IN ({quoted(FILE_TERMINAL)}) THEN :now END, t.on_disk
 FROM {{source}}
 WHERE true
 ORDER BY t.path
