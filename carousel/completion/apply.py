@@ -18,29 +18,21 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime
 from typing import Any
 
 import structlog
 from sqlalchemy.orm import Session
 
+from carousel.completion.read_end import read_end
 from carousel.db import completion_bulk as bulk
 from carousel.db import completion_queries as q
 from carousel.db.lock_order import lock_links_and_files
-from carousel.domain.states import FileState
+from carousel.domain.completion import Completion, Counted, FileNow, RetryRule, holds_attempt, read_ended
+from carousel.domain.states import FileMove, FileState
 from hsm_adapters.base import Event, EventKind
 
 log = structlog.get_logger(__name__)
-
-IN_FLIGHT = frozenset({FileState.CLAIMED, FileState.SUBMITTED})
-
-
-@dataclass(frozen=True, slots=True)
-class RetryRule:
-    """Failed reads: retried until max_attempts reads have failed, each retry after backoff_s."""
-
-    max_attempts: int
-    backoff_s: float
 
 
 @dataclass(slots=True)
@@ -113,7 +105,7 @@ def _apply_one(
     *,
     retry: RetryRule,
     report: CompletionReport,
-    files: dict[int, q.FileNow],
+    files: dict[int, FileNow],
     writes: _Writes,
 ) -> None:
     if event.kind is EventKind.MOUNTED:
@@ -133,25 +125,26 @@ def _apply_one(
         report.stale.append(event.seq)
         return
     batch_key = event.batch_key or file.batch_key
-    current = file.state in IN_FLIGHT and (event.batch_key is None or event.batch_key == file.batch_key)
 
     if event.kind is EventKind.FILE_STARTED:
         if batch_key is not None:
             writes.recalls_started.append(
                 {"b_file": file.id, "b_batch": batch_key, "b_at": event.at, "b_drive": event.drive}
             )
-        if current:
+        if holds_attempt(file, event.batch_key):
             writes.files_started.append({"b_file": file.id, "b_at": event.at})
         return
 
-    if event.kind is EventKind.FILE_STAGED:
+    end = read_end(event)
+    completion = read_ended(file, end, retry)
+    if end.outcome is FileState.STAGED:
         if batch_key is not None:
             writes.recalls_finished.append(
                 {
                     "b_file": file.id,
                     "b_batch": batch_key,
                     "b_at": event.at,
-                    "b_outcome": FileState.STAGED.value,
+                    "b_outcome": end.outcome.value,
                     "b_bytes": event.bytes,
                     "b_drive": event.drive,
                     "b_reason": event.reason,
@@ -162,85 +155,73 @@ def _apply_one(
             counted[0] += 1
             counted[1] += event.bytes
         report.bytes_staged += event.bytes
-        # A read that ended on disk is good whichever batch did it.
-        if file.state in IN_FLIGHT:
+        if completion.move is not None:
             writes.files_staged.append({"b_file": file.id, "b_at": event.at})
-            files[file.id] = replace(file, state=FileState.STAGED, wanted=False)
-            report.staged += 1
-        else:
-            report.stale.append(event.seq)
+            files[file.id] = replace(file, state=completion.move.target, wanted=False)
+        _count(report, completion, event)
         return
 
     # failures and cancels are rare: what is pending goes first, then this one, on its own
     writes.flush(session)
-    outcome = FileState.FAILED if event.kind is EventKind.FILE_FAILED else FileState.CANCELLED
     if batch_key is not None:
         q.recall_finished(
             session,
             file.id,
             batch_key,
             at=event.at,
-            outcome=outcome,
+            outcome=end.outcome,
             bytes_read=0,
             drive=event.drive,
             reason=event.reason,
         )
-    # failures and cancels only count for the batch that holds the file now
-    if not current:
-        report.stale.append(event.seq)
+    _count(report, completion, event)
+    if completion.move is None:
         return
-    if outcome is FileState.FAILED:
-        _failed(session, file, event, retry, report)
-    else:
-        _cancelled(session, file, event, report)
+    _write_end(session, file.id, completion.move, completion, event.at)
     now = q.file_now(session, file.id)
     if now is not None:
         files[file.id] = now
 
 
-def _file_of(event: Event, files: dict[int, q.FileNow]) -> q.FileNow | None:
+def _write_end(session: Session, file_id: int, move: FileMove, completion: Completion, at: datetime) -> None:
+    """A failure's or a cancel's change (`move`, of `completion`), as the completion rule decided it."""
+    if move.target is FileState.QUEUED:
+        q.requeue_for_retry(
+            session,
+            file_id,
+            attempts=completion.attempts,
+            not_before=completion.not_before,
+            error=completion.error,
+        )
+        if completion.counted is Counted.RETRIED:
+            log.info(
+                "read failed, retrying later",
+                file_id=file_id,
+                attempts=completion.attempts,
+                reason=completion.error,
+            )
+        return
+    q.finish_file(session, file_id, move, at, error=completion.error, attempts=completion.attempts)
+
+
+def _file_of(event: Event, files: dict[int, FileNow]) -> FileNow | None:
     if event.file_key is None or not event.file_key.isdigit():
         log.warning("event names no file of ours", seq=event.seq, kind=event.kind, file_key=event.file_key)
         return None
     return files.get(int(event.file_key))
 
 
-def _failed(
-    session: Session, file: q.FileNow, event: Event, retry: RetryRule, report: CompletionReport
-) -> None:
-    attempts = file.attempts + 1
-    reason = event.reason or "the library reported a failed read without a reason"
-    if file.wanted and event.retryable and attempts < retry.max_attempts:
-        q.requeue_for_retry(
-            session,
-            file.id,
-            attempts=attempts,
-            not_before=event.at + timedelta(seconds=retry.backoff_s),
-            error=reason,
-        )
-        report.retried += 1
-        log.info("read failed, retrying later", file_id=file.id, attempts=attempts, reason=reason)
-        return
-    gave_up = event.retryable and attempts >= retry.max_attempts
-    detail = f"{reason} (gave up after {attempts} attempts)" if gave_up else reason
-    q.finish_file(
-        session, file.id, FileState.FAILED, event.at, from_states=IN_FLIGHT, error=detail, attempts=attempts
-    )
-    report.failed += 1
-
-
-def _cancelled(session: Session, file: q.FileNow, event: Event, report: CompletionReport) -> None:
-    if file.wanted:
-        # The HSM dropped a file someone still waits for: queue it again (not a failed read: no attempt).
-        q.requeue_for_retry(session, file.id, attempts=file.attempts, not_before=None, error=event.reason)
-        report.requeued += 1
-        return
-    q.finish_file(
-        session,
-        file.id,
-        FileState.CANCELLED,
-        event.at,
-        from_states=IN_FLIGHT,
-        error=event.reason or "cancelled",
-    )
-    report.cancelled += 1
+def _count(report: CompletionReport, completion: Completion, event: Event) -> None:
+    match completion.counted:
+        case Counted.STAGED:
+            report.staged += 1
+        case Counted.RETRIED:
+            report.retried += 1
+        case Counted.FAILED:
+            report.failed += 1
+        case Counted.REQUEUED:
+            report.requeued += 1
+        case Counted.CANCELLED:
+            report.cancelled += 1
+        case Counted.STALE:
+            report.stale.append(event.seq)

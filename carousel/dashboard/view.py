@@ -17,7 +17,7 @@ from carousel.db.overview_queries import (
     queue_by_state_and_group,
 )
 from carousel.domain.planning import LibraryCosts
-from carousel.domain.states import FILE_ACTIVE, FileState
+from carousel.domain.states import FILE_ACTIVE, FILE_WAITING, FileState
 from carousel.reports.tally import Tally, tally, totals_by_key
 from carousel.reports.window import Bucket, Window, make_window
 from hsm_adapters.base import HsmAdapter
@@ -27,7 +27,6 @@ TAPES_SHOWN = 12
 POLICY_CHANGES_SHOWN = 10
 # the columns of the queue table, in the order a file goes through them
 STATES = tuple(s for s in FileState if s in FILE_ACTIVE)
-WAITING = frozenset({FileState.UNRESOLVED, FileState.QUEUED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +99,7 @@ class Dashboard:
 
     @property
     def waiting_total(self) -> int:
-        return sum(n for state, n in self.totals.items() if state in WAITING)
+        return sum(n for state, n in self.totals.items() if state in FILE_WAITING)
 
     @property
     def in_flight_total(self) -> int:
@@ -113,7 +112,7 @@ def _groups(cells: list[QueueCell]) -> list[GroupQueue]:
         by_group.setdefault(cell.group, []).append(cell)
     out: list[GroupQueue] = []
     for group, own in sorted(by_group.items()):
-        waiting = [c.oldest for c in own if c.state in WAITING]
+        waiting = [c.oldest for c in own if c.state in FILE_WAITING]
         out.append(
             GroupQueue(
                 group=group,

@@ -11,21 +11,17 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, bindparam, exists, func, or_, select, update
+from sqlalchemy import bindparam, exists, func, select, update
 from sqlalchemy.orm import Session
 
-from carousel.db.completion_queries import FileNow
 from carousel.db.models import Mount, QueuedFileRow, Recall, RequestFile, StageRequest
+from carousel.db.state_sets import one_of
 from carousel.db.webhook_queries import enqueue_deliveries
-from carousel.domain.states import FileState, LinkState, RequestState
+from carousel.domain.completion import FileNow
+from carousel.domain.states import FILE_IN_FLIGHT, STAGE, FileState, LinkState, RequestState
 
 F = QueuedFileRow
 L = RequestFile
-
-
-def _in_flight() -> ColumnElement[bool]:
-    # not IN (...): an expanding parameter cannot go with executemany
-    return or_(F.state == FileState.CLAIMED.value, F.state == FileState.SUBMITTED.value)
 
 
 CHUNK = 5_000
@@ -74,7 +70,7 @@ def files_started(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     _many(
         session,
         update(F)
-        .where(F.id == bindparam("b_file"), _in_flight(), F.started_at.is_(None))
+        .where(F.id == bindparam("b_file"), one_of(F.state, FILE_IN_FLIGHT), F.started_at.is_(None))
         .values(started_at=bindparam("b_at")),
         rows,
     )
@@ -127,8 +123,8 @@ def files_staged(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     _many(
         session,
         update(F)
-        .where(F.id == bindparam("b_file"), _in_flight())
-        .values(state=FileState.STAGED.value, finished_at=bindparam("b_at"), error=None, on_disk=True),
+        .where(F.id == bindparam("b_file"), one_of(F.state, STAGE.sources))
+        .values(state=STAGE.target.value, finished_at=bindparam("b_at"), error=None, on_disk=True),
         rows,
     )
     _many(

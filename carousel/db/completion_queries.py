@@ -7,15 +7,16 @@ twice changes nothing. Callers own the transaction; nothing here commits.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import ColumnElement, delete, exists, insert, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from carousel.db.models import AppliedEvent, Mount, QueuedFileRow, Recall, RequestFile, StageRequest
+from carousel.db.state_sets import values
 from carousel.db.webhook_queries import enqueue_deliveries
-from carousel.domain.states import FileState, LinkState, RequestState
+from carousel.domain.completion import FileNow
+from carousel.domain.states import REQUEUE, FileMove, FileState, LinkState, RequestState
 
 F = QueuedFileRow
 
@@ -24,17 +25,6 @@ _LINK_FOR_FILE = {
     FileState.FAILED: LinkState.FAILED,
     FileState.CANCELLED: LinkState.CANCELLED,
 }
-
-
-@dataclass(frozen=True, slots=True)
-class FileNow:
-    """What completion needs to know of a file to judge an event about it."""
-
-    id: int
-    state: FileState
-    batch_key: str | None
-    attempts: int
-    wanted: bool  # some requester's link is still PENDING
 
 
 # --- idempotence ------------------------------------------------------------------------------------------
@@ -83,22 +73,22 @@ def file_now(session: Session, file_id: int) -> FileNow | None:
 def finish_file(
     session: Session,
     file_id: int,
-    outcome: FileState,
+    move: FileMove,
     at: datetime,
     *,
-    from_states: Collection[FileState],
     error: str | None = None,
     attempts: int | None = None,
 ) -> bool:
-    """Ends a recall (STAGED, FAILED or CANCELLED) and gives every waiting requester the same answer.
-    Returns False when the file was no longer in one of from_states (nothing changed)."""
-    values: dict[str, object] = {"state": outcome.value, "finished_at": at, "error": error}
+    """Ends a recall by `move` (to STAGED, FAILED or CANCELLED) and gives every waiting requester the same
+    answer. Returns False when the file was no longer in one of the move's sources (nothing changed)."""
+    outcome = move.target
+    columns: dict[str, object] = {"state": outcome.value, "finished_at": at, "error": error}
     if outcome is FileState.STAGED:
-        values["on_disk"] = True
+        columns["on_disk"] = True
     if attempts is not None:
-        values["attempts"] = attempts
+        columns["attempts"] = attempts
     changed = session.execute(
-        update(F).where(F.id == file_id, F.state.in_([s.value for s in from_states])).values(**values)
+        update(F).where(F.id == file_id, F.state.in_(values(move.sources))).values(**columns)
     ).rowcount  # type: ignore[attr-defined]
     if not changed:
         return False
@@ -144,9 +134,9 @@ def requeue_for_retry(
     """Back to the queue after a failed or interrupted read; not_before keeps it off the current mount."""
     changed = session.execute(
         update(F)
-        .where(F.id == file_id, F.state.in_((FileState.CLAIMED.value, FileState.SUBMITTED.value)))
+        .where(F.id == file_id, F.state.in_(values(REQUEUE.sources)))
         .values(
-            state=FileState.QUEUED.value,
+            state=REQUEUE.target.value,
             attempts=attempts,
             not_before=not_before,
             error=error,

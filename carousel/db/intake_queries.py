@@ -35,15 +35,23 @@ from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
 from carousel.db.models import QueuedFileRow, RequestAlias, RequestFile, StageRequest, UtcDateTime
+from carousel.db.state_sets import quoted, values
 from carousel.db.webhook_queries import enqueue_deliveries
-from carousel.domain.states import FileState, LinkState, RequestState, TapeRestState
+from carousel.domain.states import (
+    ABANDON,
+    ASK_AGAIN,
+    FILE_IN_FLIGHT,
+    FILE_TERMINAL,
+    FileState,
+    LinkState,
+    RequestState,
+    TapeRestState,
+)
 
 FILES = cast(Table, QueuedFileRow.__table__)
 LINKS = cast(Table, RequestFile.__table__)
 REQUESTS = cast(Table, StageRequest.__table__)
 ALIASES = cast(Table, RequestAlias.__table__)
-
-_FINAL = [FileState.STAGED.value, FileState.FAILED.value, FileState.CANCELLED.value]
 
 # Bound parameters per statement stay well under SQLite's limit of 32,766.
 _IN_CHUNK = 2_000
@@ -129,9 +137,13 @@ _SOURCE = {
         FROM json_each(:rows)) AS t""",
 }
 
-# A final recall that is not on disk is queued anew; an active one is joined.
-_REQUEUE = "(files.state IN ('FAILED', 'CANCELLED') OR (files.state = 'STAGED' AND files.on_disk = false))"
-_ACTIVE = "(files.state NOT IN ('STAGED', 'FAILED', 'CANCELLED'))"
+# A final recall that is not on disk is queued anew (ASK_AGAIN, or ASK_AGAIN_UNRESOLVED when the library does
+# not know the tape now); an active one is joined.
+_REQUEUE = (
+    f"(files.state IN ({quoted(ASK_AGAIN.sources)})"  # ASK_AGAIN_UNRESOLVED's sources too
+    " AND NOT (files.state = 'STAGED' AND files.on_disk))"
+)
+_ACTIVE = f"(files.state NOT IN ({quoted(FILE_TERMINAL)}))"
 
 
 def _on_requeue(column: str, value: str) -> str:
@@ -142,7 +154,7 @@ _UPSERT_FILES = f"""
 INSERT INTO files (path, state, tape, position_bytes, size_bytes, service_class, grp, priority, attempts,
                    error, queued_at, finished_at, on_disk)
 SELECT t.path, t.state, t.tape, t.position_bytes, t.size_bytes, 'default', :grp, :priority, 0,
-       t.error, :now, CASE WHEN t.state IN ('STAGED', 'FAILED') THEN :now END, t.on_disk
+       t.error, :now, CASE WHEN t.state IN ({quoted(FILE_TERMINAL)}) THEN :now END, t.on_disk
 FROM {{source}}
 WHERE true
 ORDER BY t.path
@@ -321,10 +333,10 @@ def settle_abandoned_files(session: Session, file_ids: Sequence[int], now: datet
             update(FILES)
             .where(
                 c.id.in_(chunk),
-                c.state.in_([FileState.UNRESOLVED.value, FileState.QUEUED.value]),
+                c.state.in_(values(ABANDON.sources)),
                 _no_pending_link(),
             )
-            .values(state=FileState.CANCELLED.value, finished_at=now)
+            .values(state=ABANDON.target.value, finished_at=now)
         )
         highest = (
             select(func.max(REQUESTS.c.priority))
@@ -334,7 +346,7 @@ def settle_abandoned_files(session: Session, file_ids: Sequence[int], now: datet
         )
         session.execute(
             update(FILES)
-            .where(c.id.in_(chunk), c.state.notin_(_FINAL), ~_no_pending_link())
+            .where(c.id.in_(chunk), c.state.notin_(values(FILE_TERMINAL)), ~_no_pending_link())
             .values(priority=highest)
         )
 
@@ -395,7 +407,7 @@ def client_state_expression() -> ColumnElement[str]:
         (file_state == FileState.FAILED.value, TapeRestState.FAILED.value),
         (file_state == FileState.CANCELLED.value, TapeRestState.CANCELLED.value),
         (
-            file_state.in_([FileState.CLAIMED.value, FileState.SUBMITTED.value]),
+            file_state.in_(values(FILE_IN_FLIGHT)),
             TapeRestState.STARTED.value,
         ),
         else_=TapeRestState.SUBMITTED.value,

@@ -10,12 +10,12 @@ from sqlalchemy import and_, case, func, literal, select
 from sqlalchemy.orm import Session
 
 from carousel.db.models import QueuedFileRow, RequestFile
+from carousel.db.state_sets import values
 from carousel.domain.queue import RequestWork
-from carousel.domain.states import FileState, LinkState
+from carousel.domain.states import FILE_ACTIVE, FileState, LinkState
 
 F = QueuedFileRow
 L = RequestFile
-_PENDING_FILE = (FileState.UNRESOLVED, FileState.QUEUED, FileState.CLAIMED, FileState.SUBMITTED)
 
 
 def request_work(session: Session, request_id: str, now: datetime) -> RequestWork:
@@ -27,7 +27,7 @@ def request_work(session: Session, request_id: str, now: datetime) -> RequestWor
         .where(
             L.request_id == request_id,
             L.state == LinkState.PENDING.value,
-            F.state.in_([s.value for s in _PENDING_FILE]),
+            F.state.in_(values(FILE_ACTIVE)),
         )
         .group_by(F.state, F.tape, backing_off)
     ).all()

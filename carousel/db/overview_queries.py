@@ -14,11 +14,10 @@ from sqlalchemy import ColumnElement, case, func, select
 from sqlalchemy.orm import Session
 
 from carousel.db.models import QueuedFileRow
-from carousel.domain.states import FILE_ACTIVE, FileState
+from carousel.db.state_sets import values
+from carousel.domain.states import FILE_ACTIVE, FILE_IN_FLIGHT, FILE_TAPE_WORK, FileState
 
 F = QueuedFileRow
-_ACTIVE = sorted(state.value for state in FILE_ACTIVE)
-_IN_FLIGHT = (FileState.CLAIMED.value, FileState.SUBMITTED.value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +34,7 @@ class QueueCell:
 def queue_by_state_and_group(session: Session) -> list[QueueCell]:
     statement = (
         select(F.state, F.grp, func.count(), func.coalesce(func.sum(F.size_bytes), 0), func.min(F.queued_at))
-        .where(F.state.in_(_ACTIVE))
+        .where(F.state.in_(values(FILE_ACTIVE)))
         .group_by(F.state, F.grp)
         .order_by(F.grp, F.state)
     )
@@ -57,7 +56,7 @@ class TapeWork:
 
 
 def _has_work() -> tuple[ColumnElement[bool], ...]:
-    return (F.state.in_((FileState.QUEUED.value, *_IN_FLIGHT)), F.tape.is_not(None))
+    return (F.state.in_(values(FILE_TAPE_WORK)), F.tape.is_not(None))
 
 
 def count_tapes_with_work(session: Session) -> int:
@@ -75,7 +74,7 @@ def busiest_tapes(session: Session, limit: int) -> list[TapeWork]:
             F.tape,
             queued_files,
             func.coalesce(func.sum(case((queued, F.size_bytes), else_=0)), 0),
-            func.sum(case((F.state.in_(_IN_FLIGHT), 1), else_=0)),
+            func.sum(case((F.state.in_(values(FILE_IN_FLIGHT)), 1), else_=0)),
             func.min(case((queued, F.queued_at), else_=None)),
         )
         .where(*_has_work())

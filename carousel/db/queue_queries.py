@@ -15,19 +15,29 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, bindparam, case, exists, func, insert, or_, select, update
+from sqlalchemy import ColumnElement, Select, bindparam, case, exists, func, insert, or_, select, update
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from carousel.db.lock_order import lock_files
 from carousel.db.models import QueuedFileRow, Recall, RequestFile, StageRequest, TapeQueue, TapeQueueKind
+from carousel.db.state_sets import one_of, values
 from carousel.db.tape_queue_queries import chunks, fold_deltas
 from carousel.domain.planning import GroupDemand, ReadOrder, Selection, TapeDemand, TapeInFlight
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand
-from carousel.domain.states import FileState, LinkState
+from carousel.domain.states import (
+    CANCEL_READ,
+    CLAIM,
+    FILE_IN_FLIGHT,
+    GIVE_BACK,
+    HAND_OVER,
+    REQUEUE,
+    RESOLVE,
+    FileState,
+    LinkState,
+)
 
 F = QueuedFileRow
 TQ = TapeQueue
-IN_FLIGHT = (FileState.CLAIMED.value, FileState.SUBMITTED.value)
 
 
 def _due(now: datetime) -> ColumnElement[bool]:
@@ -158,7 +168,7 @@ def _assemble(rows: list[tuple[Any, ...]]) -> QueueDemand:
 
 
 def _candidates(selection: Selection, now: datetime, *columns: InstrumentedAttribute[Any]) -> Select[Any]:
-    query = select(*columns).where(F.state == FileState.QUEUED.value, F.tape.is_not(None), _due(now))
+    query = select(*columns).where(F.state.in_(values(CLAIM.sources)), F.tape.is_not(None), _due(now))
     if selection.tape is not None:
         query = query.where(F.tape == selection.tape)
     if selection.service_class is not None:
@@ -181,7 +191,7 @@ def claim(session: Session, selection: Selection, claim_key: str, now: datetime)
     if selection.max_files <= 0:
         return []
     returning = (F.id, F.path, F.tape, F.position_bytes, F.size_bytes, F.service_class, F.queued_at)
-    stamp = update(F).values(state=FileState.CLAIMED.value, batch_key=claim_key, claimed_at=now)
+    stamp = update(F).values(state=CLAIM.target.value, batch_key=claim_key, claimed_at=now)
     if selection.max_bytes is None:
         wanted = _candidates(selection, now, F.id).scalar_subquery()
         rows = session.execute(stamp.where(F.id.in_(wanted)).returning(*returning)).all()
@@ -244,8 +254,8 @@ def record_handed_over(session: Session, batches: Sequence[HandedOver], now: dat
     lock_files(session, [fid for b in batches for fid in b.file_ids])
     mark = (
         update(F)
-        .where(F.id == bindparam("b_id"), F.state == FileState.CLAIMED.value)
-        .values(state=FileState.SUBMITTED.value, batch_key=bindparam("b_key"), submitted_at=now)
+        .where(F.id == bindparam("b_id"), one_of(F.state, HAND_OVER.sources))
+        .values(state=HAND_OVER.target.value, batch_key=bindparam("b_key"), submitted_at=now)
     )
     marked = session.connection().execute(mark, params).rowcount
     recalls = [
@@ -264,21 +274,21 @@ def return_to_queue(session: Session, file_ids: Sequence[int]) -> int:
     lock_files(session, file_ids)
     result = session.execute(
         update(F)
-        .where(F.id.in_(file_ids), F.state == FileState.CLAIMED.value)
-        .values(state=FileState.QUEUED.value, batch_key=None, claimed_at=None)
+        .where(F.id.in_(file_ids), F.state.in_(values(GIVE_BACK.sources)))
+        .values(state=GIVE_BACK.target.value, batch_key=None, claimed_at=None)
     )
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 
 def recover_stale_claims(session: Session, claimed_before: datetime) -> int:
     """Claims a crashed cycle left behind (CLAIMED since before claimed_before) go back to the queue."""
-    stale = F.state == FileState.CLAIMED.value, F.claimed_at < claimed_before
+    stale = F.state.in_(values(GIVE_BACK.sources)), F.claimed_at < claimed_before
     file_ids = list(session.scalars(select(F.id).where(*stale)))
     if not file_ids:
         return 0
     lock_files(session, file_ids)
     result = session.execute(
-        update(F).where(*stale).values(state=FileState.QUEUED.value, batch_key=None, claimed_at=None)
+        update(F).where(*stale).values(state=GIVE_BACK.target.value, batch_key=None, claimed_at=None)
     )
     return int(result.rowcount)  # type: ignore[attr-defined]
 
@@ -291,7 +301,10 @@ def unwanted_in_flight(session: Session, limit: int) -> list[int]:
     the HSM."""
     return list(
         session.scalars(
-            select(F.id).where(F.state.in_(IN_FLIGHT), ~_has_pending_link()).order_by(F.id).limit(limit)
+            select(F.id)
+            .where(F.state.in_(values(FILE_IN_FLIGHT)), ~_has_pending_link())
+            .order_by(F.id)
+            .limit(limit)
         )
     )
 
@@ -302,16 +315,16 @@ def settle_cancelled(session: Session, file_ids: Sequence[int], now: datetime) -
     if not file_ids:
         return 0, 0
     lock_files(session, file_ids)
-    still_active = and_(F.id.in_(file_ids), F.state.in_(IN_FLIGHT))
+    mine = F.id.in_(file_ids)
     requeued = session.execute(
         update(F)
-        .where(still_active, _has_pending_link())
-        .values(state=FileState.QUEUED.value, batch_key=None, claimed_at=None, submitted_at=None)
+        .where(mine, F.state.in_(values(REQUEUE.sources)), _has_pending_link())
+        .values(state=REQUEUE.target.value, batch_key=None, claimed_at=None, submitted_at=None)
     ).rowcount  # type: ignore[attr-defined]
     cancelled = session.execute(
         update(F)
-        .where(still_active, ~_has_pending_link())
-        .values(state=FileState.CANCELLED.value, finished_at=now, error="cancelled by every requester")
+        .where(mine, F.state.in_(values(CANCEL_READ.sources)), ~_has_pending_link())
+        .values(state=CANCEL_READ.target.value, finished_at=now, error="cancelled by every requester")
     ).rowcount  # type: ignore[attr-defined]
     return int(cancelled), int(requeued)
 
@@ -342,9 +355,9 @@ def resolve_to_tape(
     """UNRESOLVED -> QUEUED; queued_at stays the arrival, so the wait for the lookup counts as waiting."""
     result = session.execute(
         update(F)
-        .where(F.id == file_id, F.state == FileState.UNRESOLVED.value)
+        .where(F.id == file_id, F.state.in_(values(RESOLVE.sources)))
         .values(
-            state=FileState.QUEUED.value,
+            state=RESOLVE.target.value,
             tape=tape,
             position_bytes=position_bytes,
             size_bytes=size_bytes,

@@ -16,14 +16,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.db.overview_queries import QueueCell, count_tapes_with_work, queue_by_state_and_group
 from carousel.domain.clock import Clock
-from carousel.domain.states import FileState
+from carousel.domain.states import FILE_WAITING
 from carousel.reports.tally import Tally, tally, totals_by_key
 from carousel.reports.window import Bucket, make_window
 
 log = structlog.get_logger(__name__)
 
 EFFICIENCY_WINDOW = timedelta(hours=1)
-WAITING = (FileState.UNRESOLVED, FileState.QUEUED)
 
 
 def _families() -> dict[str, GaugeMetricFamily]:
@@ -95,7 +94,7 @@ class DatabaseCollector(Collector):
             labels = [cell.state.value, cell.group]
             families["files"].add_metric(labels, cell.files)
             families["bytes"].add_metric(labels, cell.bytes)
-            if cell.state in WAITING:
+            if cell.state in FILE_WAITING:
                 oldest[cell.group] = min(oldest.get(cell.group, now_s), cell.oldest.timestamp())
         for group, since in sorted(oldest.items()):
             families["oldest"].add_metric([group], max(now_s - since, 0.0))

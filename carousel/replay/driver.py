@@ -28,9 +28,10 @@ from typing import Any
 
 from carousel.config import Settings
 from carousel.domain.clock import ManualClock
+from carousel.domain.completion import RetryRule
 from carousel.domain.errors import ConfigError
 from carousel.replay.library_setup import LibraryFile, apply_library_file, policy_setup
-from carousel.replay.memory_store import MemoryQueueStore, Retry
+from carousel.replay.memory_store import MemoryQueueStore
 from carousel.replay.trace import Trace
 from carousel.scheduler.feed import FeedControl, FeedSettings
 from carousel.scheduler.planning_path import Dispatch, PlanningPath
@@ -168,7 +169,7 @@ def replay(
     clock = ManualClock(EPOCH)
     adapter = built.adapter(clock, config.time_scale)
     store = MemoryQueueStore(
-        Retry(config.max_attempts, config.retry_backoff_s),
+        RetryRule(config.max_attempts, config.retry_backoff_s),
         track_usage="fair_share" in config.policy_options,
         usage_window_s=config.fair_share_window_s,
     )

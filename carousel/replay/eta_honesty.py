@@ -16,14 +16,12 @@ from datetime import datetime
 from typing import Any
 
 from carousel.domain.queue import RequestWork
-from carousel.domain.states import FileState
+from carousel.domain.states import FILE_IN_FLIGHT, FileState
 from carousel.outlook.projection import project
 from carousel.outlook.request_outlook import request_outlook
 from carousel.replay.driver import EPOCH, PassSeen, ReplayConfig, replay
 from carousel.replay.trace import Trace
 from policies.registry import build_policy
-
-_IN_FLIGHT = (FileState.CLAIMED, FileState.SUBMITTED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +115,7 @@ class _Observer:
                 retry += 1
             elif f.state is FileState.QUEUED:
                 queued[f.tape] = queued.get(f.tape, 0) + 1
-            elif f.state in _IN_FLIGHT:
+            elif f.state in FILE_IN_FLIGHT:
                 # claimed by this very pass: queued in the snapshot the projection starts from
                 claimed_now = f.submitted_at is not None and f.submitted_at >= now
                 target = queued if claimed_now else in_flight

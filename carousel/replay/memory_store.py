@@ -4,8 +4,8 @@ It answers the planning path exactly as the database store does (`carousel.sched
 same per-tape demand (due queued files, oldest arrival, highest priority, per group; tapes in flight), the
 same claim order (tape then position then id, or arrival then id), the same byte budget rule, the same
 hand-over. It also plays intake (one recall per path; a later request for a path being recalled joins it,
-one for a path already on disk is answered at once) and completion (the same retry rule as
-`carousel.completion.apply`), and keeps what the outputs need: each request row's outcome and the mounts.
+one for a path already on disk is answered at once) and completion (the service's one completion rule,
+`carousel.domain.completion`), and keeps what the outputs need: each request row's outcome and the mounts.
 
 Per tape, queued files are kept in head order and the tape's demand is rebuilt only when it changed, so a
 cycle costs about one step per tape with work.
@@ -19,23 +19,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from carousel.completion.read_end import read_end
+from carousel.domain.completion import Counted, RetryRule, holds_attempt, read_ended
 from carousel.domain.planning import GroupDemand, GroupUsage, ReadOrder, Selection, TapeDemand, TapeInFlight
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand, Reading, split_mount_time
-from carousel.domain.states import FileState
+from carousel.domain.states import CLAIM, FILE_ACTIVE, GIVE_BACK, HAND_OVER, FileState
 from carousel.scheduler.queue_store import Claim
 from hsm_adapters.base import Event, EventKind
 
 SERVICE_CLASS = "default"  # traces carry no class of service
-ACTIVE = frozenset({FileState.QUEUED, FileState.CLAIMED, FileState.SUBMITTED})
-IN_FLIGHT = frozenset({FileState.CLAIMED, FileState.SUBMITTED})
-
-
-@dataclass(frozen=True, slots=True)
-class Retry:
-    """Failed reads: retried until max_attempts reads have failed, each retry after backoff_s."""
-
-    max_attempts: int
-    backoff_s: float
 
 
 @dataclass(slots=True)
@@ -82,6 +74,11 @@ class _File:
     drive: str | None = None
     waiters: list[int] = field(default_factory=list)  # rows pending on this recall
 
+    @property
+    def wanted(self) -> bool:
+        """Its requesters all wait until it ends (the replay cancels nothing): the completion rule asks."""
+        return bool(self.waiters)
+
 
 class _Tape:
     __slots__ = ("demand", "in_flight", "name", "queued")
@@ -100,7 +97,9 @@ class _Tape:
 class MemoryQueueStore:
     """A QueueStore over memory, with intake and completion for the replay."""
 
-    def __init__(self, retry: Retry, *, track_usage: bool = False, usage_window_s: float = 86_400.0) -> None:
+    def __init__(
+        self, retry: RetryRule, *, track_usage: bool = False, usage_window_s: float = 86_400.0
+    ) -> None:
         self.retry = retry
         self.track_usage = track_usage
         self.usage_window_s = usage_window_s
@@ -138,7 +137,7 @@ class MemoryQueueStore:
         outcome = RowOutcome()
         self.rows.append(outcome)
         file = self._by_path.get(path)
-        if file is not None and file.state in ACTIVE:
+        if file is not None and file.state in FILE_ACTIVE:
             file.waiters.append(row)
             if priority > file.priority:
                 file.priority = priority
@@ -201,7 +200,7 @@ class MemoryQueueStore:
             chosen = self._choose(selection) if selection.max_files > 0 else []
             for file in chosen:
                 self._unqueue(file)
-                file.state = FileState.CLAIMED
+                file.state = CLAIM.target
                 file.batch_key = key
                 self._flight(file, +1)
             claims.append((selection, key, [_claimed(f) for f in chosen]))
@@ -214,17 +213,17 @@ class MemoryQueueStore:
         for batch in accepted:
             for file_id in batch.file_ids:
                 file = self.files[file_id - 1]
-                if file.state is FileState.CLAIMED:
-                    file.state = FileState.SUBMITTED
+                if file.state in HAND_OVER.sources:
+                    file.state = HAND_OVER.target
                     file.batch_key = batch.batch_key
                     file.submitted_at = now
                     submitted += 1
         returned = 0
         for file_id in refused:
             file = self.files[file_id - 1]
-            if file.state is FileState.CLAIMED:
+            if file.state in GIVE_BACK.sources:
                 self._flight(file, -1)
-                file.state = FileState.QUEUED
+                file.state = GIVE_BACK.target
                 file.batch_key = None
                 self._enqueue(file)
                 returned += 1
@@ -250,35 +249,28 @@ class MemoryQueueStore:
         if event.file_key is None or not event.file_key.isdigit():
             return
         file = self.files[int(event.file_key) - 1]
-        current = self._current(file, event)
         if event.kind is EventKind.FILE_STARTED:
-            if current:
+            if self._current(file, event):
                 self._started(file, event)
             return
-        if event.kind is EventKind.FILE_STAGED:
-            if file.state in IN_FLIGHT:  # a read that reached disk counts whichever batch did it
-                mount = self._open_mounts.get((event.tape or "", event.drive))
-                if mount is not None:
-                    mount.files += 1
-                    mount.bytes += event.bytes
-                self._finish(file, FileState.STAGED, event.at)
+        completion = read_ended(file, read_end(event), self.retry)
+        if completion.move is None:
             return
-        if not current:
-            return
-        if event.kind is EventKind.FILE_FAILED:
-            attempts = file.attempts + 1
-            if event.retryable and attempts < self.retry.max_attempts:
-                self._requeue(file, attempts, event.at + timedelta(seconds=self.retry.backoff_s))
-            else:
-                file.attempts = attempts
-                self._finish(file, FileState.FAILED, event.at)
-        else:  # cancelled by the library while its requesters still wait (the replay cancels nothing)
-            self._requeue(file, file.attempts, None)
+        if completion.counted is Counted.STAGED:
+            mount = self._open_mounts.get((event.tape or "", event.drive))
+            if mount is not None:
+                mount.files += 1
+                mount.bytes += event.bytes
+        if completion.move.target is FileState.QUEUED:
+            self._requeue(file, completion.attempts, completion.not_before)
+        else:
+            file.attempts = completion.attempts
+            self._finish(file, completion.move.target, event.at)
 
     @staticmethod
     def _current(file: _File, event: Event) -> bool:
         """The event is about the file's present attempt (not one it has moved on from)."""
-        return file.state in IN_FLIGHT and (event.batch_key is None or event.batch_key == file.batch_key)
+        return holds_attempt(file, event.batch_key)
 
     def _started(self, file: _File, event: Event) -> None:
         file.started_at = event.at

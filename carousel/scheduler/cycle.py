@@ -28,7 +28,7 @@ import structlog
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from carousel.completion.apply import CompletionReport, RetryRule, apply_events
+from carousel.completion.apply import CompletionReport, apply_events
 from carousel.config import Settings
 from carousel.db import queue_queries as q
 from carousel.db.completion_queries import finish_file
@@ -37,8 +37,9 @@ from carousel.db.leader_lock import LeaderLock, leader_lock_for
 from carousel.db.lock_order import lock_links_and_files
 from carousel.db.transient_errors import database_unavailable
 from carousel.domain.clock import Clock
+from carousel.domain.completion import RetryRule
 from carousel.domain.planning import LibraryCosts, Plan
-from carousel.domain.states import FileState
+from carousel.domain.states import NOT_ON_TAPE
 from carousel.scheduler.feed import FeedControl, FeedSettings
 from carousel.scheduler.inflight import InFlightWatch
 from carousel.scheduler.live_snapshot import LibraryState, library_state, live_queue_store, live_snapshot
@@ -299,14 +300,7 @@ class Cycle:
                         size_bytes=result.size_bytes,
                     )
                 elif isinstance(result, NotOnTape):
-                    not_on_tape += finish_file(
-                        session,
-                        file.id,
-                        FileState.FAILED,
-                        now,
-                        from_states=[FileState.UNRESOLVED],
-                        error=result.reason,
-                    )
+                    not_on_tape += finish_file(session, file.id, NOT_ON_TAPE, now, error=result.reason)
                 else:
                     q.still_unresolved(session, file.id, result.reason, now)
             return resolved, not_on_tape

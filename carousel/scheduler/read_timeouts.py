@@ -26,10 +26,11 @@ from datetime import datetime, timedelta
 import structlog
 from sqlalchemy.orm import Session, sessionmaker
 
-from carousel.completion.apply import RetryRule, apply_events
+from carousel.completion.apply import apply_events
 from carousel.db.engine import run_transaction
 from carousel.db.read_timeout_queries import reads_started_before
 from carousel.domain.clock import Clock
+from carousel.domain.completion import RetryRule
 from carousel.domain.planning import LibraryCosts
 from carousel.domain.queue import Reading
 from hsm_adapters.base import Event, EventKind, HsmAdapter

@@ -7,10 +7,11 @@ import itertools
 import math
 from datetime import UTC, datetime, timedelta
 
+from carousel.domain.completion import RetryRule
 from carousel.domain.planning import ReadOrder, Selection
 from carousel.domain.queue import HandedOver
 from carousel.domain.states import FileState
-from carousel.replay.memory_store import MemoryQueueStore, Retry
+from carousel.replay.memory_store import MemoryQueueStore
 from hsm_adapters.base import Event, EventKind
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -22,7 +23,7 @@ def at(seconds: float) -> datetime:
 
 
 def store(**kw) -> MemoryQueueStore:
-    return MemoryQueueStore(Retry(max_attempts=2, backoff_s=100.0), **kw)
+    return MemoryQueueStore(RetryRule(max_attempts=2, backoff_s=100.0), **kw)
 
 
 def add(s: MemoryQueueStore, path: str, tape: str, position: int, t: float = 0, size: int = 10, **kw) -> int:

@@ -20,7 +20,7 @@ from matplotlib.image import imread
 from sqlalchemy import func, select
 
 from carousel.db.models import Mount, QueuedFileRow, Recall
-from carousel.domain.states import FILE_ACTIVE
+from carousel.domain.states import FILE_ACTIVE, FILE_TAPE_WORK, FILE_WAITING
 from tests.integration.reports.conftest import Recorded, app_for, client
 
 SCREEN = (1280, 1000)
@@ -98,7 +98,7 @@ def check_against_database(page: Page, recorded: Recorded) -> None:
         ).all()
         with_work = session.scalar(
             select(func.count(func.distinct(QueuedFileRow.tape))).where(
-                QueuedFileRow.state.in_(["QUEUED", "CLAIMED", "SUBMITTED"])
+                QueuedFileRow.state.in_([s.value for s in FILE_TAPE_WORK])
             )
         )
         staged = session.scalar(
@@ -115,7 +115,7 @@ def check_against_database(page: Page, recorded: Recorded) -> None:
     assert shown == expected
     for state in {s for _, s in expected}:
         assert page.cells[("*", state)] == sum(n for (_, s), n in expected.items() if s == state)
-    waiting = sum(n for (_, s), n in expected.items() if s in ("UNRESOLVED", "QUEUED"))
+    waiting = sum(n for (_, s), n in expected.items() if s in FILE_WAITING)
     assert page.stats["stat-waiting"] == str(waiting)
     assert page.stats["stat-in-flight"] == str(sum(expected.values()) - waiting)
     assert page.stats["stat-tapes"] == str(with_work)

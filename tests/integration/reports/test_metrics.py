@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import func, select
 
 from carousel.db.models import Mount, QueuedFileRow, Recall
-from carousel.domain.states import FILE_ACTIVE, FileState
+from carousel.domain.states import FILE_ACTIVE, FILE_TAPE_WORK, FileState
 from carousel.observability.exposition import serve_metrics
 from carousel.observability.metrics import ServiceMetrics
 from carousel.reports.catalog import build_report
@@ -57,7 +57,7 @@ def test_metrics_agree_with_the_database(recorded: Recorded) -> None:
         )
         tapes = session.scalar(
             select(func.count(func.distinct(QueuedFileRow.tape))).where(
-                QueuedFileRow.state.in_(["QUEUED", "CLAIMED", "SUBMITTED"])
+                QueuedFileRow.state.in_([s.value for s in FILE_TAPE_WORK])
             )
         )
     assert queue, "the history ends with work in the queue"

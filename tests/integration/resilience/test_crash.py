@@ -30,7 +30,7 @@ from sqlalchemy import func, select
 from carousel.db.engine import make_engine, make_session_factory
 from carousel.db.models import QueuedFileRow, RequestFile, StageRequest
 from carousel.domain.clock import ManualClock
-from carousel.domain.states import LinkState
+from carousel.domain.states import FILE_ACTIVE, LinkState
 from hsm_adapters.simulated.adapter import build_simulated_adapter
 from hsm_adapters.simulated.read_log import DISK, TAPE, read_log_lines
 from tests.integration.resilience.processes import BANNER, api, environment, scheduler
@@ -57,7 +57,7 @@ SETTINGS = {
     "CAROUSEL_ADAPTER_OPTIONS__CATALOGUE__GENERATE__CARTRIDGES": "100",
     "CAROUSEL_ADAPTER_OPTIONS__CATALOGUE__GENERATE__FILES_PER_CARTRIDGE": "100",
 }
-ACTIVE = ("UNRESOLVED", "QUEUED", "CLAIMED", "SUBMITTED")
+ACTIVE = sorted(state.value for state in FILE_ACTIVE)
 WATCH_S = 10.0  # bounded; a loaded machine may take seconds to reach its first claim
 # bounded: the last scheduler fails the run when no file has ended for this long (load only slows it down)
 STALL_S = 60.0

@@ -8,10 +8,11 @@ from datetime import timedelta
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from carousel.completion.apply import CompletionReport, RetryRule, apply_events
+from carousel.completion.apply import CompletionReport, apply_events
 from carousel.db import queue_queries as q
 from carousel.db.engine import transaction
 from carousel.db.models import Mount, QueuedFileRow, Recall, RequestFile, StageRequest
+from carousel.domain.completion import RetryRule
 from carousel.domain.planning import Selection
 from carousel.domain.states import LinkState
 from hsm_adapters.base import Event, EventKind

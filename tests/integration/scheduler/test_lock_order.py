@@ -21,10 +21,11 @@ from sqlalchemy import Engine, select, text
 from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session, sessionmaker
 
-from carousel.completion.apply import RetryRule, apply_events
+from carousel.completion.apply import apply_events
 from carousel.db import queue_queries as q
 from carousel.db.engine import make_engine, make_session_factory, run_transaction, transaction
 from carousel.db.models import QueuedFileRow
+from carousel.domain.completion import RetryRule
 from carousel.domain.planning import Selection
 from carousel.domain.queue import HandedOver
 from hsm_adapters.base import Event, EventKind

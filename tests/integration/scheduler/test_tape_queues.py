@@ -15,7 +15,7 @@ from carousel.db.engine import transaction
 from carousel.db.models import QueuedFileRow, RequestFile, TapeQueue, TapeQueueDelta
 from carousel.domain.planning import ReadOrder, Selection
 from carousel.domain.queue import HandedOver
-from carousel.domain.states import FileState
+from carousel.domain.states import FILE_IN_FLIGHT, STAGE, FileState
 from tests.integration.conftest import EPOCH_FOR_ROWS as T0
 from tests.integration.scheduler.rows import add_request, queued
 
@@ -40,7 +40,7 @@ def by_reading_every_file(session: Session, now):
         .where(F.tape.is_not(None))
         .where(
             or_(
-                F.state.in_(q.IN_FLIGHT),
+                F.state.in_([s.value for s in FILE_IN_FLIGHT]),
                 and_(F.state == "QUEUED", or_(F.not_before.is_(None), F.not_before <= now)),
             )
         )
@@ -100,7 +100,7 @@ def test_the_folded_queues_match_the_files_after_random_work(session_factory):
             submitted = list(session.scalars(select(F.id).where(F.state == "SUBMITTED")))
             for file_id in rng.sample(submitted, min(len(submitted), 3)):
                 if rng.random() < 0.5:
-                    finish_file(session, file_id, FileState.STAGED, now, from_states=[FileState.SUBMITTED])
+                    finish_file(session, file_id, STAGE, now)
                 else:  # a failed read backing off, some already due
                     later = now + timedelta(seconds=rng.choice([-50, 300]))
                     requeue_for_retry(session, file_id, attempts=1, not_before=later, error="read error")
