@@ -354,7 +354,11 @@ class MemoryQueueStore:
             heapq.heappush(self._backoff, (file.not_before, file.id))
             return
         bisect.insort(self._tape(file.tape).queued, (file.position, file.id))
-        bisect.insort(self._arrival, (file.queued_at, file.id))
+        # the arrival list is pruned lazily: a file queued again may still have its entry there
+        arrival, entry = self._arrival, (file.queued_at, file.id)
+        where = bisect.bisect_left(arrival, entry)
+        if where == len(arrival) or arrival[where] != entry:
+            arrival.insert(where, entry)
         self._touch(file.tape)
 
     def _unqueue(self, file: _File) -> None:

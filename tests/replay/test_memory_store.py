@@ -152,3 +152,18 @@ def test_usage_splits_each_mount_by_the_files_it_started():
     late = {u.group: u.drive_s for u in s.demand(at(1300)).usage}  # window from 300 s: 200 s of the mount
     assert math.isclose(late["atlas"], 200 * 2 / 3)
     assert store().demand(at(0)).usage == ()  # kept only when asked for
+
+
+def test_a_file_given_back_is_claimed_once_in_arrival_order():
+    # A refused hand-over queues the file again while its first arrival entry still waits to be pruned:
+    # an arrival-order claim must see it once (it was taken twice, and the second removal failed).
+    s = store()
+    add(s, "/a", "A", 100, t=0)
+    add(s, "/b", "B", 100, t=1)
+    arrival = Selection(tape=None, max_files=10, order=ReadOrder.ARRIVAL)
+    first = s.claim([arrival], keys(), at(2))
+    assert [f.path for f in first[0][2]] == ["/a", "/b"]
+    assert s.handed_over([], [f.id for f in first[0][2]], at(3)) == (0, 2)
+    again = s.claim([arrival], keys(), at(4))
+    assert [f.path for f in again[0][2]] == ["/a", "/b"]
+    assert s.demand(at(5)).tapes == ()
