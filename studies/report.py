@@ -1,8 +1,9 @@
 """The studies' HTML report: `build_report` runs studies and writes out_dir/index.html.
 
-The page shows one "published vs reproduced" table for every study run (also written as a CSV beside it),
-then each study's findings, figures (PNG, with captions) and links to the CSV tables behind them. Every path
-in the page is relative, so the directory can be moved or served as it is.
+The page opens with what a storage admin should take from the studies (each study's headlines) and the
+documents they reproduce, named by title; then each study's findings, figures (PNG, with captions) and links
+to the CSV tables behind them; last, one "published vs reproduced" table for every study run (also written
+as a CSV beside it). Every path in the page is relative, so the directory can be moved or served as it is.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from carousel.domain.clock import Clock, SystemClock
 from carousel.domain.errors import InvalidInput
 from studies.registry import run_study, study_names
 from studies.result import Comparison, StudyResult, write_comparisons_csv
+from studies.sources import SOURCES, Source, cite
 
 REPORT_FILE = "index.html"
 COMBINED_CSV = "published_vs_reproduced.csv"
@@ -100,6 +102,9 @@ figure { margin: 1.5em 0; }
 figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { font-size: 0.9em; color: #444; max-width: 1100px; }
 li { margin: 0.3em 0; }
+#findings { background: #f4f8fb; border: 1px solid #cfdce8; border-radius: 6px; padding: 0.5em 1.5em 1em; }
+#findings li { font-size: 1.05em; }
+.file { color: #666; font-size: 0.85em; }
 """
 
 
@@ -125,7 +130,7 @@ def _comparison_row(study: str, row: Comparison) -> str:
     cells = (
         (_text(study), False),
         (_text(row.quantity), False),
-        (_text(row.source), False),
+        (_text(cite(row.source)), False),
         (_text(row.published), True),
         (_number(row.reproduced), True),
         (_number(row.difference, signed=True), True),
@@ -143,15 +148,54 @@ def _comparison_row(study: str, row: Comparison) -> str:
     return f"<tr{css}>{rendered}</tr>"
 
 
+def _agreement(runs: Sequence[StudyRun]) -> str:
+    rows = [row for run in runs for row in run.result.comparisons]
+    agreeing = sum(1 for row in rows if row.agrees)
+    return f"{agreeing} of {len(rows)} published figures reproduced within tolerance"
+
+
+def _headlines(runs: Sequence[StudyRun]) -> str:
+    studies = "".join(
+        f"<h3>{_text(run.result.title)}</h3><ul>"
+        + "".join(f"<li>{_text(line)}</li>" for line in run.result.headlines)
+        + f'</ul><p><a href="#{_text(run.result.name)}">How the study shows it</a></p>'
+        for run in runs
+        if run.result.headlines
+    )
+    return (
+        '<section id="findings"><h2>What a storage admin should know</h2>'
+        f"{studies}<p>{_agreement(runs)} "
+        '(<a href="#published-vs-reproduced">the table</a>).</p></section>'
+    )
+
+
+def _cited(runs: Sequence[StudyRun]) -> list[Source]:
+    """The documents the runs' comparisons cite, in the order they are first cited."""
+    files = dict.fromkeys(row.source.partition(" ")[0] for run in runs for row in run.result.comparisons)
+    return [SOURCES[file] for file in files if file in SOURCES]
+
+
+def _sources(runs: Sequence[StudyRun]) -> str:
+    cited = _cited(runs)
+    if not cited:
+        return ""
+    items = "".join(
+        f"<li><strong>{_text(source.short)}</strong>: {_text(source.authors)}, "
+        f"<cite>{_text(source.title)}</cite>, {_text(source.published)}. {_text(source.gives)}. "
+        f'<span class="file">(transcribed from {_text(source.file)})</span></li>'
+        for source in cited
+    )
+    return f'<section id="sources"><h2>Sources</h2><ul>{items}</ul></section>'
+
+
 def _comparisons(runs: Sequence[StudyRun], out_dir: Path, combined: Path) -> str:
     rows = [(run.result.name, row) for run in runs for row in run.result.comparisons]
-    agreeing = sum(1 for _, row in rows if row.agrees)
     header = "".join(
         f"<th>{name}</th>"
         for name in (
             "study",
             "quantity",
-            "source document",
+            "source",
             "published",
             "reproduced",
             "difference",
@@ -165,9 +209,8 @@ def _comparisons(runs: Sequence[StudyRun], out_dir: Path, combined: Path) -> str
     body = "\n".join(_comparison_row(study, row) for study, row in rows)
     return (
         '<section id="published-vs-reproduced"><h2>Published vs reproduced</h2>'
-        f"<p>{agreeing} of {len(rows)} published figures reproduced within tolerance. The difference is to "
-        "the "
-        "nearest published value (zero inside a published range). "
+        f"<p>{_agreement(runs)}. The difference is to the nearest published value (zero inside a "
+        "published range). "
         f'<a href="{_href(combined, out_dir)}">CSV</a></p>'
         f"<table><thead><tr>{header}</tr></thead><tbody>\n{body}\n</tbody></table></section>"
     )
@@ -201,7 +244,8 @@ def render_report(runs: Sequence[StudyRun], out_dir: Path, combined: Path, gener
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>carousel studies</title><style>{_STYLE}</style></head><body>\n"
-        f"<h1>carousel studies</h1><p>Generated {_text(generated)}.</p>"
-        f'<ul><li><a href="#published-vs-reproduced">Published vs reproduced</a></li>{contents}</ul>\n'
-        f"{_comparisons(runs, out_dir, combined)}\n{sections}\n</body></html>\n"
+        f"<h1>carousel studies</h1><p>Generated {_text(generated)}.</p>\n"
+        f"{_headlines(runs)}\n{_sources(runs)}\n"
+        f'<h2>Contents</h2><ul>{contents}<li><a href="#published-vs-reproduced">Published vs reproduced</a>'
+        f"</li></ul>\n{sections}\n{_comparisons(runs, out_dir, combined)}\n</body></html>\n"
     )

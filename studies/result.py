@@ -79,6 +79,8 @@ class StudyResult:
     figures: tuple[FigureFile, ...]
     comparisons: tuple[Comparison, ...]
     findings: tuple[str, ...] = ()
+    # What a storage admin takes from the study, a sentence each: the report opens with these.
+    headlines: tuple[str, ...] = ()
 
 
 COMPARISON_COLUMNS = (

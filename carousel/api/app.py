@@ -5,6 +5,7 @@ from __future__ import annotations
 from importlib.metadata import version
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.api import admin, health, limits, native, tape_rest, webhooks
@@ -42,7 +43,9 @@ def create_app(
     session_factory: sessionmaker[Session],
     metrics: ServiceMetrics | None = None,
 ) -> FastAPI:
-    app = FastAPI(
+    # Swagger UI and ReDoc with their scripts and styles served by the service itself (a packaged copy under
+    # /static-offline-docs), not from a CDN: /docs works on a site without internet access.
+    app = FastAPIOffline(
         title="carousel",
         version=version("carousel"),
         description=DESCRIPTION,

@@ -25,7 +25,8 @@ def healthz() -> dict[str, Any]:
 def readyz(context: Context) -> JSONResponse:
     try:
         with context.session_factory() as session:
-            problem = schema_problem(session.connection())
+            schema = schema_problem(session.connection())
+        problem = None if schema is None else f"database {schema}"
     except SQLAlchemyError as exc:
         problem = f"the database does not answer: {type(exc).__name__}"
     if problem is not None:

@@ -36,11 +36,10 @@ out = Console(highlight=False, width=160)
 
 @contextmanager
 def database(settings: Settings) -> Iterator[sessionmaker[Session]]:
-    from carousel.db.engine import check_schema_current, make_engine, make_session_factory  # noqa: PLC0415
+    from carousel.db.engine import make_session_factory, open_database  # noqa: PLC0415
 
-    engine = make_engine(settings)
+    engine = open_database(settings)
     try:
-        check_schema_current(engine)
         yield make_session_factory(engine)
     finally:
         engine.dispose()

@@ -78,7 +78,7 @@ def report(
     ] = None,
 ) -> None:
     """A throughput, mount or queue report from the recorded history (columns: docs/operations.md)."""
-    from carousel.db.engine import check_schema_current, make_engine, make_session_factory  # noqa: PLC0415
+    from carousel.db.engine import make_session_factory, open_database  # noqa: PLC0415
     from carousel.reports.catalog import build_report, kind_named  # noqa: PLC0415
 
     chosen = kind_named(kind)
@@ -91,9 +91,8 @@ def report(
     window = make_window(start, end, bucket or chosen.default_bucket, now)
     settings = load_settings()
     costs = library_costs(settings, clock)
-    engine = make_engine(settings)
+    engine = open_database(settings)
     try:
-        check_schema_current(engine)
         with make_session_factory(engine)() as session:
             built = build_report(chosen.name, session, window, now, costs)
     finally:

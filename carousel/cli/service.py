@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from carousel.api.app import create_app
 from carousel.cli.console import CliFailure, err, out
 from carousel.config import Settings
-from carousel.db.engine import check_schema_current, make_engine, make_session_factory, printable_url
+from carousel.db.engine import make_session_factory, open_database, printable_url
 from carousel.domain.clock import Clock, SystemClock
 from carousel.logging import configure_logging
 from carousel.observability.cycles import observed
@@ -54,9 +54,8 @@ class Parts:
 @contextmanager
 def service_parts(settings: Settings) -> Iterator[Parts]:
     configure_logging(settings.log_format, settings.log_level)
-    engine = make_engine(settings)
+    engine = open_database(settings)
     try:
-        check_schema_current(engine)
         clock = SystemClock()
         adapter = build_adapter(settings.adapter, settings.adapter_options, clock)
         try:

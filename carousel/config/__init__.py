@@ -7,6 +7,10 @@ nearly every package reads its settings, so they sit low, below the packages tha
 The TOML file is named by CAROUSEL_CONFIG; nested values use "__" in environment variable names, for example
 CAROUSEL_LIMITS__MAX_BODY_BYTES=1048576 or CAROUSEL_ADAPTER_OPTIONS__DRIVES=4.
 
+The service's local state lives under one directory, data_dir (CAROUSEL_DATA_DIR), whose default is the
+user's data directory and never depends on the directory a command starts in; the embedded SQLite database
+is carousel.sqlite3 there unless database_url names another database.
+
 The simulated library's options are merged onto the embedded defaults, key by key at every depth, so
 CAROUSEL_ADAPTER_OPTIONS__SCALE=1000 changes the scale and keeps the default profile, drives and catalogue
 (a plain dict field would be replaced whole). A catalogue given as a CSV replaces the generated one.
@@ -19,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
@@ -33,6 +38,24 @@ from carousel.domain.errors import ConfigError
 
 CONFIG_FILE_ENV = "CAROUSEL_CONFIG"
 DEFAULT_ADAPTER = "simulated"
+DATABASE_FILE = "carousel.sqlite3"  # the embedded default database, in data_dir
+
+
+def default_data_dir() -> Path:
+    """The user's data directory for carousel, by the platform's convention (on Linux $XDG_DATA_HOME/carousel,
+    else ~/.local/share/carousel): the same wherever a command is started."""
+    return platformdirs.user_data_path("carousel", appauthor=False)
+
+
+def absolute_dir(given: str | os.PathLike[str]) -> Path:
+    """A directory as given, made absolute once (~ expanded), so that every message names it whole."""
+    if not str(given).strip():
+        raise ValueError("must name a directory")
+    return Path(given).expanduser().absolute()
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path}"
 
 
 def default_adapter_options() -> dict[str, Any]:
@@ -108,7 +131,10 @@ class Settings(BaseSettings):
         frozen=True,
     )
 
-    database_url: str = "sqlite:///var/carousel.sqlite3"
+    # The one root of the service's local state (docs/operations.md). Relative: to where the command starts.
+    data_dir: Path = Field(default_factory=default_data_dir)
+    # Empty: the SQLite file carousel.sqlite3 in data_dir.
+    database_url: str = ""
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
     site_name: str = "carousel"
@@ -187,6 +213,26 @@ class Settings(BaseSettings):
         if isinstance(given, Mapping):
             return {**data, "adapter_options": simulated_options_onto_defaults(given)}
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _database_in_data_dir(cls, data: Any) -> Any:
+        """No database named: the embedded SQLite file in data_dir (the default's or the one given)."""
+        if not isinstance(data, dict) or data.get("database_url"):
+            return data
+        given = data.get("data_dir")
+        if given is None:
+            data_dir = default_data_dir()
+        elif isinstance(given, str | os.PathLike) and str(given).strip():
+            data_dir = absolute_dir(given)
+        else:
+            return data  # not a directory: the field's own validation names it
+        return {**data, "database_url": sqlite_url(data_dir / DATABASE_FILE)}
+
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _data_dir_is_absolute(cls, value: Any) -> Any:
+        return absolute_dir(value) if isinstance(value, str | os.PathLike) else value
 
     @field_validator("public_url")
     @classmethod

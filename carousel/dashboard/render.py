@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from datetime import datetime
+from datetime import UTC, datetime
 from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
@@ -37,6 +37,11 @@ def human_duration(seconds: float | None) -> str:
     return f"{s // 86_400:.0f} d {s % 86_400 // 3600:.0f} h"
 
 
+def when(moment: datetime) -> str:
+    """A time as people read it on the page: UTC to the second (the full ISO form is in the markup)."""
+    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+
+
 def percent(ratio: float | None) -> str:
     return "–" if ratio is None else f"{100 * ratio:.1f} %"
 
@@ -54,7 +59,7 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(bytes=human_bytes, duration=human_duration, percent=percent, iso=iso)
+    env.filters.update(bytes=human_bytes, duration=human_duration, percent=percent, iso=iso, when=when)
     env.globals.update(age=age)
     return env
 

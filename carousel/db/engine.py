@@ -3,6 +3,9 @@
 SQLite is made to behave: foreign keys on, WAL, a busy timeout, and transactions that begin with
 BEGIN IMMEDIATE (pysqlite's own transaction handling would break savepoints, and a deferred transaction that
 reads and then writes fails at once with "database is locked" when another writer got in between).
+
+Every error about the database as a whole (missing, unreachable, on another schema) names it, its password
+hidden: an admin with several databases must know which one is meant.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.engine import URL, Connection
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.config import Settings
@@ -55,13 +59,32 @@ def _make_sqlite_behave(engine: Engine) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+def _url_of(source: Settings | str | URL) -> URL:
+    return make_url(source.database_url if isinstance(source, Settings) else source)
+
+
+def printable_url(url: str | URL) -> str:
+    """The database as messages name it: its URL with the password hidden, a SQLite file's path absolute."""
+    parsed = make_url(url)
+    sqlite_file = _sqlite_file(parsed) if parsed.get_backend_name() == "sqlite" else None
+    if sqlite_file is not None and not sqlite_file.is_absolute():
+        parsed = parsed.set(database=str(sqlite_file.absolute()))
+    return parsed.render_as_string(hide_password=True)
+
+
 def make_engine(source: Settings | str | URL, **kwargs: Any) -> Engine:
     """An engine for the settings' database (or a URL). Creates the directory of a SQLite file."""
-    url = make_url(source.database_url if isinstance(source, Settings) else source)
+    url = _url_of(source)
     if url.get_backend_name() == "sqlite":
         sqlite_file = _sqlite_file(url)
         if sqlite_file is not None:
-            sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                sqlite_file.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                reason = exc.strerror or str(exc)
+                raise ConfigError(
+                    f"database {printable_url(url)}: cannot create {sqlite_file.parent}: {reason}"
+                ) from exc
         # One process serves HTTP from a thread pool and runs the scheduler in another thread.
         connect_args = {"check_same_thread": False, **kwargs.pop("connect_args", {})}
         engine = create_engine(url, connect_args=connect_args, **kwargs)
@@ -127,28 +150,58 @@ def current_revision(engine: Engine) -> str | None:
 
 
 def schema_problem(connection: Connection) -> str | None:
-    """None when the database's schema is the one this code needs, else what is wrong and what to run."""
+    """None when the database's schema is the one this code needs, else what is wrong and what to run (not
+    naming the database: /readyz tells it to anyone who asks)."""
     current = MigrationContext.configure(connection).get_current_revision()
     head = head_revision()
     if current == head:
         return None
     at = current if current is not None else "empty (no carousel tables)"
-    return f"database schema is at {at}, this carousel needs {head}: run `carousel db upgrade`"
+    return f"schema is at {at}, this carousel needs {head}: run `carousel db upgrade`"
+
+
+def _connect(engine: Engine) -> Connection:
+    """A connection, or a ConfigError naming the database that cannot be reached and why."""
+    try:
+        return engine.connect()
+    except SQLAlchemyError as exc:
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        raise ConfigError(f"database {printable_url(engine.url)} cannot be reached: {reason}") from exc
 
 
 def check_schema_current(engine: Engine) -> None:
-    """Refuse to run on a schema other than the one this code was written for."""
-    with engine.connect() as connection:
+    """Refuse to run on a schema other than the one this code was written for, naming the database."""
+    with _connect(engine) as connection:
         problem = schema_problem(connection)
     if problem is not None:
-        raise ConfigError(problem)
+        raise ConfigError(f"database {printable_url(engine.url)}: {problem}")
+
+
+def open_database(source: Settings | str | URL, **kwargs: Any) -> Engine:
+    """An engine on an existing database whose schema is the one this code needs, else a ConfigError naming
+    the database. Creates nothing: a SQLite file that is not there is reported (`carousel db upgrade` makes
+    it), never made empty where the service would not look."""
+    url = _url_of(source)
+    sqlite_file = _sqlite_file(url) if url.get_backend_name() == "sqlite" else None
+    if sqlite_file is not None and not sqlite_file.is_file():
+        raise ConfigError(
+            f"database {printable_url(url)} does not exist: run `carousel db upgrade` to create it, or name "
+            "the service's database with CAROUSEL_DATA_DIR or CAROUSEL_DATABASE_URL"
+        )
+    engine = make_engine(url, **kwargs)
+    try:
+        check_schema_current(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine
 
 
 def _migrate(url: str | URL, revision: str, *, up: bool) -> None:
     engine = make_engine(url)
     sqlite = engine.dialect.name == "sqlite"
     try:
-        with engine.connect() as connection:
+        with _connect(engine) as connection:
             if sqlite:
                 # Batch mode rebuilds SQLite tables; with foreign keys on, dropping the old copy would
                 # cascade into the rows that refer to it. The pragma only works outside a transaction.
@@ -164,11 +217,6 @@ def _migrate(url: str | URL, revision: str, *, up: bool) -> None:
                         raise ConfigError(f"migration to {revision} left dangling references: {broken[:5]}")
     finally:
         engine.dispose()
-
-
-def printable_url(url: str | URL) -> str:
-    """The database URL with its password hidden, for messages."""
-    return make_url(url).render_as_string(hide_password=True)
 
 
 def upgrade_to_head(url: str | URL) -> str:

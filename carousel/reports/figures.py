@@ -23,16 +23,24 @@ GB = 1e9
 COLOURS = ("#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#319795", "#718096", "#b7791f")
 READING, POSITIONING, TRANSFER, IDLE = "#2b6cb0", "#90cdf4", "#2b6cb0", "#e2e8f0"
 MOST_TAPES = 20
+# Room for one time label ("Nov-25", "21:00") and a gap at the tick labels' size: an axes gets no more time
+# ticks than its width holds, so that labels of side-by-side charts never run into each other.
+TIME_LABEL_IN = 0.7
 
 
-def png(report: Report) -> bytes:
-    """The report's figure as PNG bytes."""
+def drawn(report: Report) -> Figure:
+    """The report's figure, on an Agg canvas of its own."""
     figure = Figure(figsize=SIZE_IN, dpi=DPI, layout="constrained")
     FigureCanvasAgg(figure)
     DRAW[report.kind](figure, report)
     figure.suptitle(f"{report.title} — {_span(report)}", fontsize=11)
+    return figure
+
+
+def png(report: Report) -> bytes:
+    """The report's figure as PNG bytes."""
     out = io.BytesIO()
-    figure.savefig(out, format="png")
+    drawn(report).savefig(out, format="png")
     return out.getvalue()
 
 
@@ -63,7 +71,8 @@ def _times(report: Report) -> tuple[list[float], list[float]]:
 def _time_axis(axes: Axes, report: Report) -> None:
     axes.set_xlim(_day(report.window.since), _day(report.window.until))
     dates = cast(Any, mdates)  # matplotlib.dates has no annotations
-    locator = dates.AutoDateLocator(tz=UTC, maxticks=10)
+    width_in = axes.get_position().width * SIZE_IN[0]  # every figure is SIZE_IN
+    locator = dates.AutoDateLocator(tz=UTC, maxticks=max(3, int(width_in / TIME_LABEL_IN) + 1))
     axes.xaxis.set_major_locator(locator)
     axes.xaxis.set_major_formatter(dates.ConciseDateFormatter(locator, tz=UTC))
     axes.set_xlabel("time (UTC)")

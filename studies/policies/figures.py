@@ -12,6 +12,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullForma
 from studies.figures import new_figure, save_png
 from studies.policies.analysis import DEPTH_WORKLOADS, DRIVE_WORKLOAD, GROUPING_WORKLOADS, PolicyAnalysis
 from studies.policies.runs import POLICIES, STAR_BATCH, STAR_DEPTH, STAR_RAW_DEPTH, RunRow
+from studies.sources import STAR_2006
 
 POLICY_COLOURS = {"fifo": "#7f7f7f", "star2006": "#d62728", "cta": "#1f77b4", "carousel": "#2ca02c"}
 PUBLISHED_COLOUR = "#c0392b"
@@ -125,7 +126,11 @@ def depth_figure(analysis: PolicyAnalysis, path: Path) -> Path:
             (1 + STAR_DEPTH_BAND / 100) * (base.throughput_mb_s),
         )
         throughput.axhspan(
-            low, high, color=PUBLISHED_COLOUR, alpha=0.15, label="STAR: within 10 % of depth 30 (seed 003)"
+            low,
+            high,
+            color=PUBLISHED_COLOUR,
+            alpha=0.15,
+            label=f"STAR: within 10 % of depth 30 ({STAR_2006.short})",
         )
         throughput.plot(
             [r.depth for r in sweep],
@@ -269,7 +274,7 @@ def grouping_figure(analysis: PolicyAnalysis, path: Path) -> Path:
         STAR_GROUPING_GAIN,
         color=PUBLISHED_COLOUR,
         linestyle="--",
-        label=f"STAR: {STAR_GROUPING_GAIN:.0f} % in realistic use (seed 003)",
+        label=f"STAR: {STAR_GROUPING_GAIN:.0f} % in realistic use ({STAR_2006.short})",
     )
     crossing = analysis.share_for_gain(STAR_GROUPING_GAIN)
     if crossing is not None:

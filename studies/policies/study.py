@@ -1,4 +1,4 @@
-"""Scheduling policies by simulation (issue 6, part 3): seed 003's (STAR 2006) figures on queue depth and
+"""Scheduling policies by simulation: seed 003's (STAR 2006) figures on queue depth and
 grouping by tape, checked by replaying STAR-like and modern workloads under every policy.
 
 `run(out_dir, progress)` replays the study's workloads (studies.policies.runs) under fifo, star2006, cta and
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from studies.policies.analysis import analyse_policies, replay_count
 from studies.policies.figures import depth_figure, drives_figure, grouping_figure, side_by_side_figure
-from studies.policies.published import policy_comparisons, policy_findings
+from studies.policies.published import policy_comparisons, policy_findings, policy_headlines
 from studies.policies.runs import PolicySettings
 from studies.policies.tables import write_policy_tables
 from studies.result import FigureFile, Progress, StudyResult, no_progress, write_comparisons_csv
@@ -73,4 +73,5 @@ def run_with(settings: PolicySettings, out_dir: Path, progress: Progress = no_pr
         figures=tuple(figures),
         comparisons=rows,
         findings=policy_findings(analysis),
+        headlines=policy_headlines(analysis),
     )

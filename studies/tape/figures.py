@@ -16,6 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from studies.figures import new_figure, save_png
+from studies.sources import STAR_2006
 from studies.tape.curves import CurvePoint
 from studies.tape.published import Star2006Figures
 from studies.tape.simulation import AGREEMENT, SimulatedPoint
@@ -155,7 +156,7 @@ def _published_efficiencies(axes: Axes, figures: Star2006Figures) -> list[Artist
         capsize=6,
         elinewidth=2,
         zorder=5,
-        label=f"published (seed 003): {mudst.low:g} % at {mudst.file_size_mib:g} MB, "
+        label=f"published ({STAR_2006.short}): {mudst.low:g} % at {mudst.file_size_mib:g} MB, "
         f"{event.low:g}-{event.high:g} % at {event.file_size_mib:g} MB",
     )
     return [points, region]
@@ -301,7 +302,7 @@ def _published_on_types(axes: Axes, bars: FileTypeBars, figures: Star2006Figures
             capsize=5,
             markersize=8,
             zorder=5,
-            label="published, seed 003 (8 % quoted for 84 MB MicroDSTs)" if first else None,
+            label=f"published, {STAR_2006.short} (8 % quoted for 84 MB MicroDSTs)" if first else None,
         )
         first = False
 

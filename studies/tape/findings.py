@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from studies.sources import STAR_2006
 from studies.tape.analysis import HALF_PROFILE, TapeEfficiencyAnalysis
 from studies.tape.curves import estimated_efficiency_keys
 from studies.tape.figures import size_text
@@ -75,7 +76,8 @@ def _small_files_and_rates(analysis: TapeEfficiencyAnalysis) -> list[str]:
         else "no files per mount up to 1,000 gives both"
     )
     return [
-        f"Small files: at the seed's 12 MB ({small.size_bytes / 1e6:.1f}×10⁶ bytes) the fitted regime gives "
+        f"Small files: at {STAR_2006.short}'s 12 MB ({small.size_bytes / 1e6:.1f}×10⁶ bytes) the fitted "
+        "regime gives "
         f"{percent(small.efficiency):.2f} "
         f"% ({percent(small.efficiency) - bound:+.2f} points from the stated bound); {below}. Nine busy "
         "drives "
@@ -110,7 +112,7 @@ def _robots(analysis: TapeEfficiencyAnalysis) -> str:
     return (
         f"Left out by the formula: if STAR's {drives} drives shared one robot ({robot_s:g} s a move, an "
         "estimate), "
-        f"the simulated library delivers {' and '.join(parts)} with 84 MB files; the seed does not say how "
+        f"the simulated library delivers {' and '.join(parts)} with 84 MB files; the study does not say how "
         "many "
         "robots served the drives."
     )
@@ -170,9 +172,37 @@ def _cross_check(analysis: TapeEfficiencyAnalysis) -> str:
     )
 
 
+def tape_headlines(analysis: TapeEfficiencyAnalysis) -> tuple[str, ...]:
+    """For a storage admin: the file size below which an LTO-9 drive spends half its time not reading, and
+    what that means for files of the sizes STAR kept in 2006."""
+    sizes = {n: size for (name, n), size in analysis.half_sizes.items() if name == HALF_PROFILE}
+    headlines = []
+    at_ten = sizes.get(10.0)
+    if at_ten:
+        others = "; ".join(
+            f"{size_text(size)} at {n:g} file{'s' if n != 1 else ''} per mount"
+            for n, size in sorted(sizes.items())
+            if n != 10.0 and size
+        )
+        headlines.append(
+            f"An LTO-9 site reading 10 files per mount loses half its drive time to mounting and positioning "
+            f"with files below {size_text(at_ten)} ({others}): group restores by tape, and keep files large."
+        )
+    types = analysis.file_types
+    today = types.series[list(types.series)[-1]]
+    headlines.append(
+        f"Files of the sizes STAR kept in 2006 are far too small for today's drives: its largest type "
+        f"({types.names[0]}, {size_text(types.sizes[0])}) would keep an LTO-9 drive reading only "
+        f"{percent(today[0]):.1f} % of its time at {analysis.star.regime.files_per_mount:.0f} files per "
+        "mount."
+    )
+    return tuple(headlines)
+
+
 def tape_findings(analysis: TapeEfficiencyAnalysis) -> tuple[str, ...]:
     return (
-        "Units: the seed's MB are MiB (its size table lists bytes beside them: 298,583,617 bytes is its 284 "
+        f"Units: {STAR_2006.short}'s MB are MiB (its size table lists bytes beside them: 298,583,617 bytes "
+        "is its 284 "
         "MB), "
         "so its 84, 284 and 12 MB are 88.1, 297.8 and 12.6×10⁶ bytes; rates are in decimal MB/s like the "
         "drive "

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from studies.result import FigureFile, Progress, StudyResult, no_progress, write_comparisons_csv
+from studies.sources import STAR_2006
 from studies.tape.analysis import (
     HALF_PROFILE,
     PROFILE_FILES_PER_MOUNT,
@@ -33,7 +34,7 @@ from studies.tape.figures import (
     profiles_figure,
     star_efficiency_figure,
 )
-from studies.tape.findings import tape_findings
+from studies.tape.findings import tape_findings, tape_headlines
 from studies.tape.star2006 import STAR_PROFILE
 from studies.tape.tables import (
     CROSS_CHECK_CSV,
@@ -77,7 +78,8 @@ def _figure_jobs(
             f"9940B efficiency (left) and the aggregate rate of STAR's {analysis.figures.drives} drives "
             "(right) "
             f"against file size, per files per mount n; the bold curve is n = {fitted:.2f}, fitted to the "
-            "published points of seed 003 (red), the squares are STAR's observed rates. Seed sizes are MiB. "
+            f"published points of {STAR_2006.short} (red), the squares are STAR's observed rates. Its sizes "
+            "are MiB. "
             f"Estimated 9940B values: {star_keys}. Data: {STAR_CURVES_CSV}, {PUBLISHED_COPY_CSV}.",
         ),
         (
@@ -107,7 +109,8 @@ def _figure_jobs(
                 analysis.figures,
                 out_dir / "star_file_types.png",
             ),
-            "Expected efficiency of each STAR file type (2006 average sizes of seed 003) on the 9940B at "
+            f"Expected efficiency of each STAR file type (average sizes of {STAR_2006.short}) on the 9940B "
+            "at "
             "STAR's "
             f"usual {analysis.typical_n:g} files per mount, and on the 9940B, LTO-3 and LTO-9 in the "
             "published "
@@ -170,4 +173,5 @@ def run(
         figures=tuple(figures),
         comparisons=comparisons,
         findings=tape_findings(analysis),
+        headlines=tape_headlines(analysis),
     )

@@ -13,6 +13,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import NullFormatter
 
 from studies.figures import new_figure, save_png
+from studies.sources import BNL_2009, GLASGOW_2010, GRIDPP_WIKI, cite
 from studies.worker_disks.analysis import (
     BNL_DEVICES,
     Prediction,
@@ -76,18 +77,12 @@ def efficiency_figure(analysis: WorkerDiskAnalysis, path: Path) -> Path:
     left.set_ylim(40, 100)
     right.set_ylim(40, 100)
     # Empty plots give the legend one entry per kind of published point.
-    left.plot([], [], "ko", markersize=8, label="seed 000 table (fitted)")
-    left.plot([], [], "ko", markersize=8, fillstyle="none", label="seed 001 runs (not fitted)")
-    left.plot([], [], "k*", markersize=12, label="seed 000 long-term (held out)")
+    left.plot([], [], "ko", markersize=8, label=f"{GLASGOW_2010.short} table (fitted)")
+    left.plot([], [], "ko", markersize=8, fillstyle="none", label=f"{GRIDPP_WIKI.short} runs (not fitted)")
+    left.plot([], [], "k*", markersize=12, label=f"{GLASGOW_2010.short} long-term (held out)")
     left.legend(loc="lower left", fontsize=8)
     right.legend(loc="lower left", fontsize=8)
     return save_png(figure, path)
-
-
-def _short_source(source: str) -> str:
-    """'000_5f99fa0da61b6dda.txt primaryresults' -> 'seed 000 primaryresults'."""
-    document, _, table = source.partition(" ")
-    return f"seed {document[:3]} {table}"
 
 
 def residuals_figure(analysis: WorkerDiskAnalysis, tolerance_points: float, path: Path) -> Path:
@@ -102,7 +97,7 @@ def residuals_figure(analysis: WorkerDiskAnalysis, tolerance_points: float, path
             observation = prediction.observation
             labels.append(
                 f"{STORAGE_NAMES[observation.storage]} {observation.cores}:{observation.jobs}"
-                f"  [{_short_source(observation.source)}]"
+                f"  [{cite(observation.source)}]"
             )
             values.append(100.0 * prediction.error)
             colours.append(colour)
@@ -129,7 +124,7 @@ def residuals_figure(analysis: WorkerDiskAnalysis, tolerance_points: float, path
     axes.set_xlabel("model minus published efficiency (percentage points)")
     axes.set_title(
         f"Per-point error: fit RMS {100 * analysis.fit.rms:.2f} points, "
-        f"seed 001 runs RMS {100 * analysis.raw_runs_rms:.2f} points"
+        f"{GRIDPP_WIKI.short} runs RMS {100 * analysis.raw_runs_rms:.2f} points"
     )
     figure.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8)
     axes.grid(axis="x", alpha=0.3)
@@ -196,12 +191,12 @@ def bnl_figure(
     right.set_ylim(positions[-1] - 0.9, positions[0] + 0.6)
     right.set_xlabel("workers a device sustains (saturation point)")
     pinned = "" if consistent is None else f", hollow: pinned {consistent.job_read_rate_mb_s:.2f} MB/s"
-    right.set_title(f"grey: seed 002; filled: best fit{pinned}", fontsize=9)
+    right.set_title(f"grey: {BNL_2009.short}; filled: best fit{pinned}", fontsize=9)
     right.grid(axis="x", alpha=0.3)
     ratio = f"SSD/HDD rate at {mid.cores} workers: best fit {mid.ssd_over_hdd_full_load:.1f}"
     if consistent is not None:
         ratio += f", pinned {consistent.bnl.ssd_over_hdd_full_load:.1f}"
-    figure.suptitle(f"{ratio} (seed 002: about 10)", fontsize=10)
+    figure.suptitle(f"{ratio} ({BNL_2009.short}: about 10)", fontsize=10)
     return save_png(figure, path)
 
 
@@ -224,7 +219,7 @@ def profile_figure(
         color="#d62728",
         markersize=14,
     )
-    fit_axes.set_ylabel("fit RMS on seed 000 FileStager (points)")
+    fit_axes.set_ylabel(f"fit RMS on {GLASGOW_2010.short} FileStager (points)")
     fit_axes.set_title("Glasgow fit with the job read rate pinned", fontsize=10)
     for storage in ("hdd", "raid0_3hdd"):
         stated = sustained[storage]
@@ -234,12 +229,12 @@ def profile_figure(
             [point.bnl.saturation[storage] for point in analysis.profile],
             "o-",
             color=COLOURS[storage],
-            label=f"{STORAGE_NAMES[storage]} (band: seed 002)",
+            label=f"{STORAGE_NAMES[storage]} (band: {BNL_2009.short})",
         )
     saturation_axes.set_ylabel("BNL workers sustained (predicted)")
     saturation_axes.set_title("BNL saturation predicted", fontsize=10)
     ratio_axes.axhspan(
-        0.7 * ratio.low, 1.3 * ratio.high, color="#7f7f7f", alpha=0.15, label="seed 002: about 10"
+        0.7 * ratio.low, 1.3 * ratio.high, color="#7f7f7f", alpha=0.15, label=f"{BNL_2009.short}: about 10"
     )
     ratio_axes.plot(
         rates, [point.bnl.ssd_over_hdd_full_load for point in analysis.profile], "o-", color="black"
@@ -285,7 +280,12 @@ def price_performance_figure(table: Sequence[PricePerformance], path: Path) -> P
         ("price per capacity (GBP/GB)", [(e.price_per_gb, e.row.price_per_gb_text) for e in table]),
     )
     for axes, (label, values) in zip(panels, metrics, strict=True):
-        axes.bar(positions - 0.2, [v.published for v, _ in values], width=0.4, label="published (seed 000)")
+        axes.bar(
+            positions - 0.2,
+            [v.published for v, _ in values],
+            width=0.4,
+            label=f"published ({GLASGOW_2010.short})",
+        )
         axes.bar(positions + 0.2, [v.exact for v, _ in values], width=0.4, label="recomputed from its inputs")
         for position, (value, printed) in zip(positions, values, strict=True):
             for offset, number in ((-0.2, printed), (0.2, f"{value.exact:.4g}")):

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from studies.result import FigureFile, Progress, StudyResult, no_progress, write_comparisons_csv
+from studies.sources import BNL_2009, GLASGOW_2010, GRIDPP_WIKI, cite
 from studies.worker_disks.analysis import (
     BNL_DEVICES,
     ProfilePoint,
@@ -48,9 +49,11 @@ def _findings(
     mid = analysis.bnl_mid
     largest_error = max(abs(error) for error in fit.residuals)
     findings = [
-        f"Fit on the {len(fit.observations)} FileStager points of seed 000: RMS {points(fit.rms):.2f} "
-        f"points (limit {FIT_RMS_LIMIT_POINTS:g}); largest error {points(largest_error):.2f} points.",
-        f"Seed 001 raw FileStager runs, not fitted: RMS {points(analysis.raw_runs_rms):.2f} points; "
+        f"Fit on the {len(fit.observations)} FileStager points of {GLASGOW_2010.short}: "
+        f"RMS {points(fit.rms):.2f} points (limit {FIT_RMS_LIMIT_POINTS:g}); "
+        f"largest error {points(largest_error):.2f} points.",
+        f"{GRIDPP_WIKI.short} raw FileStager runs, not fitted: "
+        f"RMS {points(analysis.raw_runs_rms):.2f} points; "
         f"paper and raw runs differ by {points(analysis.repeat_scatter):.2f} points RMS per configuration.",
         "Long-term (held out): "
         + ", ".join(
@@ -65,18 +68,51 @@ def _findings(
     if fit.parameters_at_bounds:
         findings.append(f"Parameters at a bound of the fit: {', '.join(fit.parameters_at_bounds)}.")
     if consistent is None:
-        findings.append("No pinned Glasgow job read rate makes every BNL prediction agree with seed 002.")
+        findings.append(
+            f"No pinned Glasgow job read rate makes every BNL prediction agree with {BNL_2009.short}."
+        )
     else:
         findings.append(
             f"Pinning the Glasgow job read rate at {consistent.job_read_rate_mb_s:.2f} MB/s makes every BNL "
-            f"prediction agree with seed 002, at a Glasgow fit RMS of {points(consistent.fit.rms):.2f}."
+            f"prediction agree with {BNL_2009.short}, at a Glasgow fit RMS of "
+            f"{points(consistent.fit.rms):.2f}."
         )
     for row, value in throughput_inconsistencies(data):
         findings.append(
-            f"{row.source}: {row.storage} {row.cores}:{row.jobs} throughput {row.throughput_text} is not "
+            f"{cite(row.source)}: {row.storage} {row.cores}:{row.jobs} throughput {row.throughput_text} is "
+            "not "
             f"jobs x efficiency ({value:.2f})."
         )
     return tuple(findings)
+
+
+def _headlines(data: WorkerDiskData, analysis: WorkerDiskAnalysis) -> tuple[str, ...]:
+    """For a storage admin: how many analysis jobs a worker node's disk serves, and what crowding costs."""
+    rate = data.bnl_statement("worker_read_rate", workload="proof")
+    sustained = ", ".join(
+        f"{STORAGE_NAMES[storage]} {_span(stated.low, stated.high)}"
+        for storage, stated in sustained_statements(data).items()
+    )
+    fit = analysis.fit
+    crowded = [
+        (observation, predicted)
+        for observation, predicted in zip(fit.observations, fit.predicted, strict=True)
+        if observation.jobs == max(o.jobs for o in fit.observations)
+    ]
+    efficiencies = ", ".join(
+        f"{points(o.efficiency):.0f} % on {STORAGE_NAMES[o.storage]} (model {points(p):.0f} %)"
+        for o, p in crowded
+    )
+    return (
+        f"A worker node's disk caps the analysis jobs that read from it at once: with each job reading "
+        f"{_span(rate.low, rate.high)} MB/s, {BNL_2009.short} finds these sustain {sustained} jobs.",
+        f"With {crowded[0][0].jobs} concurrent jobs on a node, FileStager jobs use their CPU {efficiencies} "
+        f"of the time ({GLASGOW_2010.short}; the fitted model is within {points(fit.rms):.1f} points RMS).",
+    )
+
+
+def _span(low: float, high: float) -> str:
+    return f"{low:g}" if low == high else f"{low:g}–{high:g}"
 
 
 def run(out_dir: Path, progress: Progress = no_progress) -> StudyResult:
@@ -99,8 +135,9 @@ def run(out_dir: Path, progress: Progress = no_progress) -> StudyResult:
         (
             "efficiency against concurrent jobs",
             lambda: efficiency_figure(analysis, out_dir / "efficiency_vs_jobs.png"),
-            "Mean job CPU efficiency against concurrent jobs: model curves, seed 000 table (fitted), "
-            "seed 001 runs and long-term values (not fitted).",
+            "Mean job CPU efficiency against concurrent jobs: model curves, "
+            f"{GLASGOW_2010.short} table (fitted), {GRIDPP_WIKI.short} runs and long-term values "
+            "(not fitted).",
         ),
         (
             "per-point errors",
@@ -120,7 +157,7 @@ def run(out_dir: Path, progress: Progress = no_progress) -> StudyResult:
         (
             "price/performance",
             lambda: price_performance_figure(table, out_dir / "price_performance.png"),
-            "Seed 000's price/performance table, published and recomputed.",
+            f"The price/performance table of {GLASGOW_2010.short}, published and recomputed.",
         ),
     )
     figures = []
@@ -135,4 +172,5 @@ def run(out_dir: Path, progress: Progress = no_progress) -> StudyResult:
         figures=tuple(figures),
         comparisons=tuple(rows),
         findings=_findings(data, analysis, consistent),
+        headlines=_headlines(data, analysis),
     )

@@ -34,6 +34,8 @@ from studies.policies.tables import GROUPING_COLUMNS, RUN_COLUMNS
 from studies.registry import study_names
 from studies.report import StudyRun, render_report
 from studies.result import COMPARISON_COLUMNS, StudyResult, write_comparisons_csv
+from studies.sources import cite
+from tests.studies.prose import naming_files
 from tests.studies.seeds import seed_text
 
 # One worker runs the module, so the study below runs once (xdist would otherwise run the module fixture on
@@ -215,7 +217,12 @@ def test_the_report_has_a_section_for_the_study(study: tuple[Path, StudyResult, 
     assert f'<section id="{NAME}">' in page
     for figure in result.figures:
         assert f'{out_dir.name}/{figure.path.name}"' in page
-    assert page.count(GROUPING_SOURCE) == 2
+    assert page.count(cite(GROUPING_SOURCE)) == 2  # the two rows of the table, the source named by title
+    assert page.count(GROUPING_SOURCE.partition(" ")[0]) == 1  # the file name once, in the sources
+    assert len(result.headlines) == 2 and all(
+        "the carousel policy reads" in line for line in result.headlines
+    )
+    assert naming_files(result) == []
 
 
 def test_replays_in_processes_give_the_rows_of_one_process() -> None:

@@ -18,6 +18,7 @@ from studies.figures import new_figure, save_png
 from studies.registry import study_names
 from studies.report import REPORT_FILE, StudyRun, build_report, render_report, select_studies
 from studies.result import Comparison, FigureFile, StudyResult, write_comparisons_csv, write_csv
+from studies.sources import SOURCES, STAR_2006, cite
 
 
 class _Links(HTMLParser):
@@ -60,6 +61,44 @@ def small_study(out_dir: Path) -> StudyResult:
         figures=(FigureFile(png, "A curve <with> a caption"),),
         comparisons=rows,
         findings=("a finding with <markup> & an ampersand",),
+    )
+
+
+STAR_FILE = STAR_2006.file
+
+
+def cited_study(out_dir: Path) -> StudyResult:
+    """A study whose rows cite a real source document by its file name, with headlines for an admin."""
+    rows = (
+        Comparison(
+            "efficiency at 84 MB",
+            f"{STAR_FILE} (File size effects on IO performance)",
+            8,
+            8,
+            7.9,
+            "%",
+            1,
+            "fitted",
+        ),
+        Comparison(
+            "grouping gain",
+            f"{STAR_FILE} (DataCarousel: grouping by tape ID)",
+            20,
+            20,
+            19,
+            "%",
+            5,
+            "replayed",
+        ),
+    )
+    return StudyResult(
+        name="cited",
+        title="A study with sources",
+        tables=(),
+        figures=(),
+        comparisons=rows,
+        findings=("a detail for the curious",),
+        headlines=("LTO-9 sites lose half their drive time below 23.8 GB at 10 files per mount.",),
     )
 
 
@@ -136,3 +175,44 @@ def test_build_report_tells_progress_per_study(tmp_path: Path) -> None:
     assert {name for name, _, _ in seen} == {QUICK_STUDY}
     assert seen[-1][1] == seen[-1][2]
     assert "Generated 2026-05-01 00:00 UTC" in index.read_text(encoding="utf-8")
+
+
+def test_the_page_leads_with_the_findings_for_an_admin(tmp_path: Path) -> None:
+    runs = [StudyRun(small_study(tmp_path), 1.5), StudyRun(cited_study(tmp_path), 2.0)]
+    combined = write_comparisons_csv(
+        [r for run in runs for r in run.result.comparisons], tmp_path / "all.csv"
+    )
+    page = render_report(runs, tmp_path, combined, "now")
+    headline = page.index("LTO-9 sites lose half their drive time below 23.8 GB")
+    first_study = page.index('<section id="small">')
+    table = page.index('<section id="published-vs-reproduced">')
+    assert page.index('<section id="findings">') < headline < first_study < table
+    assert page.index("a detail for the curious") > first_study  # the details follow, in the study's section
+    findings = page[page.index('<section id="findings">') : page.index("</section>", headline)]
+    assert "3 of 4 published figures reproduced within tolerance" in findings
+    assert '<a href="#cited">' in findings and '<a href="#published-vs-reproduced">' in findings
+
+
+def test_sources_are_named_by_title_not_by_file_name(tmp_path: Path) -> None:
+    result = cited_study(tmp_path)
+    combined = write_comparisons_csv(result.comparisons, tmp_path / "all.csv")
+    page = render_report([StudyRun(result, 1.0)], tmp_path, combined, "now")
+    sources = page[page.index('<section id="sources">') : page.index('<section id="cited">')]
+    assert f"<cite>{STAR_2006.title}</cite>" in sources
+    assert page.count(STAR_FILE) == 1 and STAR_FILE in sources  # once, to find the transcription by
+    table = page[page.index('<section id="published-vs-reproduced">') :]
+    assert "<td>STAR 2006, File size effects on IO performance</td>" in table
+    assert "<td>STAR 2006, DataCarousel: grouping by tape ID</td>" in table
+
+
+def test_cite_names_every_source_document_by_its_short_name() -> None:
+    assert cite("000_5f99fa0da61b6dda.txt primaryresults") == "Glasgow CHEP 2010, primary results"
+    assert cite("002_17936f0b5c29b893.txt slide 'Summary and Discussion'") == (
+        "BNL CHEP 2009, slide 'Summary and Discussion'"
+    )
+    assert cite(f"{STAR_FILE} (File size effects on IO performance, observed)") == (
+        "STAR 2006, File size effects on IO performance, observed"
+    )
+    assert cite("001_f186e70e6529aa00.txt") == "GridPP wiki"
+    assert cite("a document of its own") == "a document of its own"
+    assert len(SOURCES) == 4 and all(source.title and source.authors for source in SOURCES.values())

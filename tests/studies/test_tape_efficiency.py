@@ -45,6 +45,7 @@ from studies.tape.published import (
 from studies.tape.simulation import AGREEMENT, simulate_point
 from studies.tape.star2006 import EFFICIENCY_TOLERANCE_POINTS, Star2006Analysis, analyse_star2006
 from studies.tape.study import run
+from tests.studies.prose import naming_files
 from tests.studies.seeds import seed_text
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -335,6 +336,10 @@ def test_run_writes_every_figure_table_and_comparison(tmp_path: Path) -> None:
         row.quantity for row in result.comparisons if row.quantity.startswith("Observed rate")
     }
     assert any("files per mount" in finding for finding in result.findings)
+    lto9, star_types = result.headlines
+    assert lto9.startswith("An LTO-9 site reading 10 files per mount loses half its drive time")
+    assert "today's drives" in star_types
+    assert naming_files(result) == []
     cross_check = next(table for table in result.tables if table.name == "simulator_cross_check.csv")
     with cross_check.open(newline="", encoding="utf-8") as handle:
         differences = [float(row["relative_difference_percent"]) for row in csv.DictReader(handle)]

@@ -18,9 +18,10 @@ from studies.worker_disks.analysis import (
     raw_run_observations,
 )
 from studies.worker_disks.comparisons import bnl_comparisons, bnl_consistent_point
-from studies.worker_disks.data import WorkerDiskData, load_worker_disk_data
+from studies.worker_disks.data import STORAGE_NAMES, WorkerDiskData, load_worker_disk_data
 from studies.worker_disks.disk_fit import FixedPhysics, Observation, fit_model
 from studies.worker_disks.price_performance import recompute_price_performance, ssd_to_hdd_ratios
+from tests.studies.prose import naming_files
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -192,3 +193,16 @@ def test_published_vs_reproduced_csv_holds_every_comparison(study: tuple[Path, S
 def test_findings_state_the_fit_error(study: tuple[Path, StudyResult], analysis: WorkerDiskAnalysis) -> None:
     _, result = study
     assert any(f"RMS {100 * analysis.fit.rms:.2f} points" in finding for finding in result.findings)
+
+
+def test_headlines_tell_an_admin_what_a_disk_sustains(
+    study: tuple[Path, StudyResult], analysis: WorkerDiskAnalysis
+) -> None:
+    _, result = study
+    sustained, crowded = result.headlines
+    assert "BNL CHEP 2009" in sustained and "HDD 2–3" in sustained and "SSD 8" in sustained
+    most = max(o.jobs for o in analysis.fit.observations)
+    for observation in analysis.fit.observations:
+        if observation.jobs == most:
+            assert f"{100 * observation.efficiency:.0f} % on {STORAGE_NAMES[observation.storage]}" in crowded
+    assert naming_files(result) == []

@@ -17,6 +17,7 @@ from carousel.db.engine import (
     downgrade_to,
     head_revision,
     make_engine,
+    printable_url,
     upgrade_to_head,
 )
 from carousel.db.models import AppliedEvent, Base
@@ -56,8 +57,9 @@ def test_models_and_migrations_agree(empty_database_url: URL) -> None:
 def test_service_refuses_a_stale_schema(empty_database_url: URL) -> None:
     engine = make_engine(empty_database_url)
     try:
-        with pytest.raises(ConfigError, match=r"schema is at empty .* run `carousel db upgrade`"):
+        with pytest.raises(ConfigError, match=r"schema is at empty .* run `carousel db upgrade`") as refused:
             check_schema_current(engine)
+        assert str(refused.value).startswith(f"database {printable_url(empty_database_url)}: ")
         upgrade_to_head(empty_database_url)
         check_schema_current(engine)
         assert current_revision(engine) == head_revision()

@@ -3,10 +3,6 @@ headless Chromium against a real server on loopback, its screenshot checked for 
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from html.parser import HTMLParser
@@ -15,12 +11,13 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-import uvicorn
 from matplotlib.image import imread
 from sqlalchemy import func, select
 
 from carousel.db.models import Mount, QueuedFileRow, Recall
 from carousel.domain.states import FILE_ACTIVE, FILE_TAPE_WORK, FILE_WAITING
+from tests.integration.browser import screenshot
+from tests.integration.live_server import serving
 from tests.integration.reports.conftest import Recorded, app_for, client
 
 SCREEN = (1280, 1000)
@@ -146,47 +143,14 @@ def test_every_number_on_the_page_comes_from_the_database(recorded: Recorded) ->
 @pytest.fixture
 def served(recorded: Recorded) -> Iterator[str]:
     """The service's app over the recorded history, served by uvicorn on a loopback port of its own."""
-    server = uvicorn.Server(uvicorn.Config(app_for(recorded, shared_metrics=False), log_level="warning"))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)  # listening before the thread starts: the first connection waits instead of failing
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
-
-
-def screenshot(url: str, out: Path, profile: Path) -> None:
-    chromium = shutil.which("chromium")
-    assert chromium, "chromium is not installed: run scripts/system-deps.sh"
-    command = [
-        chromium,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
-        "--disable-sync",
-        "--disable-quic",
-        "--hide-scrollbars",
-        f"--user-data-dir={profile}",
-        f"--screenshot={out}",
-        f"--window-size={SCREEN[0]},{SCREEN[1]}",
-        url,
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
+    with serving(app_for(recorded, shared_metrics=False)) as url:
+        yield url
 
 
 @pytest.mark.parametrize("recorded", ["sqlite"], indirect=True)
 def test_the_dashboard_renders_in_headless_chromium(recorded: Recorded, served: str, tmp_path: Path) -> None:
     shot = tmp_path / "dashboard.png"
-    screenshot(f"{served}/dashboard", shot, tmp_path / "chromium-profile")
+    screenshot(f"{served}/dashboard", shot, tmp_path / "chromium-profile", SCREEN)
     assert shot.stat().st_size > 10_000
     pixels = imread(shot, format="png")
     assert pixels.shape[:2] == (SCREEN[1], SCREEN[0])

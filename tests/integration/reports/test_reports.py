@@ -8,15 +8,17 @@ import io
 import statistics
 from collections import Counter, defaultdict
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 
 import pytest
+from matplotlib.figure import Figure
 from matplotlib.image import imread
 from sqlalchemy import Integer, literal, select
 
 from carousel.db.models import Mount, Recall, RequestFile, StageRequest
 from carousel.db.report_queries import epoch_bucket, epoch_seconds
 from carousel.reports.catalog import KINDS, build_report
-from carousel.reports.figures import png
+from carousel.reports.figures import drawn, png
 from carousel.reports.table import Report, to_csv, to_document
 from carousel.reports.window import Bucket, Window, make_window
 from tests.integration.reports.conftest import Recorded
@@ -225,6 +227,38 @@ def test_every_kind_as_a_figure(recorded: Recorded) -> None:
         assert len({tuple(p) for p in pixels.reshape(-1, pixels.shape[2])[::97]}) > 20, (
             f"{kind}: a blank figure"
         )
+
+
+def time_labels_too_close(figure: Figure, gap_px: float = 4.0) -> list[tuple[str, str]]:
+    """Neighbouring x tick labels of each axes (those inside its limits, as drawn) with less than gap_px
+    between them."""
+    figure.draw_without_rendering()
+    renderer = figure.canvas.get_renderer()
+    close = []
+    for axes in figure.axes:
+        low, high = sorted(axes.get_xlim())
+        ticks = zip(axes.xaxis.get_majorticklocs(), axes.xaxis.get_major_ticks(), strict=False)
+        shown = [tick.label1 for at, tick in ticks if low <= at <= high and tick.label1.get_text()]
+        boxes = sorted(
+            ((label.get_window_extent(renderer), label.get_text()) for label in shown), key=lambda b: b[0].x0
+        )
+        close += [(a, b) for (box_a, a), (box_b, b) in pairwise(boxes) if box_b.x0 - box_a.x1 < gap_px]
+    return close
+
+
+@pytest.mark.parametrize("recorded", ["sqlite"], indirect=True)  # figures do not depend on the database
+@pytest.mark.parametrize(
+    ("span", "bucket"),
+    [(timedelta(days=1), Bucket.HOUR), (timedelta(hours=6), Bucket.HOUR), (timedelta(days=7), Bucket.DAY)],
+)
+def test_time_labels_never_collide(recorded: Recorded, span: timedelta, bucket: Bucket) -> None:
+    # the dashboard's last 24 hours end at any minute: ends on, just after and well off the hour
+    for end_minutes in (0, 7, 48, 12 * 60 + 30, 23 * 60 + 59):
+        until = recorded.history.started + timedelta(days=1, minutes=end_minutes)
+        window = make_window(until - span, until, bucket, recorded.clock.now())
+        for kind in KINDS:
+            close = time_labels_too_close(drawn(report(recorded, kind, window)))
+            assert not close, f"{kind}, {span} to {until:%H:%M}: labels collide: {close}"
 
 
 def test_an_empty_window_gives_empty_reports(recorded: Recorded) -> None:

@@ -108,3 +108,44 @@ def test_liveness_read_timeout_and_fair_share_settings_have_defaults_and_come_fr
     monkeypatch.setenv("CAROUSEL_LIVENESS_FACTOR", "0.5")
     with pytest.raises(ConfigError, match="liveness_factor"):
         load_settings()
+
+
+def test_the_data_dir_is_the_users_data_directory_wherever_the_process_starts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    for cwd in (tmp_path / "one", tmp_path / "two"):
+        cwd.mkdir()
+        monkeypatch.chdir(cwd)
+        settings = load_settings()
+        assert settings.data_dir == tmp_path / "xdg" / "carousel"
+        assert settings.database_url == f"sqlite:///{tmp_path / 'xdg' / 'carousel' / 'carousel.sqlite3'}"
+
+
+def test_the_data_dir_setting_holds_the_embedded_database(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CAROUSEL_DATA_DIR", "state")
+    settings = load_settings()
+    assert settings.data_dir == tmp_path / "state"  # made absolute once, where the command started
+    assert settings.database_url == f"sqlite:///{tmp_path / 'state' / 'carousel.sqlite3'}"
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert load_settings(data_dir="~/carousel").data_dir == tmp_path / "home" / "carousel"
+
+
+def test_a_named_database_wins_over_the_data_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CAROUSEL_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("CAROUSEL_DATABASE_URL", "postgresql+psycopg://db.example/carousel")
+    settings = load_settings()
+    assert (settings.data_dir, settings.database_url) == (
+        tmp_path,
+        "postgresql+psycopg://db.example/carousel",
+    )
+
+
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_data_dir_is_refused(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("CAROUSEL_DATA_DIR", value)
+    with pytest.raises(ConfigError, match=r"setting data_dir: .*must name a directory"):
+        load_settings()
