@@ -4,6 +4,12 @@ carousel asks where files are (`lookup`), hands over batches of one tape in the 
 (`submit`, returns at once), and learns what happened from events, either pushed to a sink it provides or
 drained by `poll_events`. `cancel` says honestly what could still be stopped. `capacity` and `health` let the
 scheduler feed the library at its pace and stop during outages.
+
+Bytes: carousel owns the disk buffer. Each file of a batch may carry a `destination`, a path carousel chose
+(in the buffer's incoming directory); the back-end writes the file's bytes there before it reports
+FILE_STAGED, with the checksum it knows for the file. carousel verifies the bytes against that checksum and
+moves them into the buffer atomically. A file without a destination is recalled without bytes (the replay's
+accounting, or a back-end that keeps its own disk copy). `evict` tells the back-end a disk copy is gone.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ class OnTape:
     position_bytes: int  # bytes from the start of the tape's data to the file's first byte
     size_bytes: int
     on_disk: bool = False
+    checksum: str | None = None  # adler32 as 8 lower-case hex digits, when the library knows it
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +67,8 @@ class BatchFile:
     path: str
     position_bytes: int
     size_bytes: int
+    # where to write the bytes (absolute path chosen by carousel; its directory exists); None: no bytes
+    destination: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +106,7 @@ class Event:
     bytes: int = 0
     reason: str | None = None  # why a file failed or was cancelled
     retryable: bool = True  # False: retrying the file will not help (e.g. not on this tape)
+    checksum: str | None = None  # FILE_STAGED: the file's adler32 (8 hex digits) as the library knows it
 
 
 EventSink = Callable[[Event], None]
@@ -147,6 +157,10 @@ class HsmAdapter(Protocol):
 
     def set_sink(self, sink: EventSink | None) -> None:
         """Push events to sink as they happen instead of keeping them for poll_events."""
+        ...
+
+    def evict(self, paths: Sequence[str]) -> None:
+        """carousel removed these paths' disk copies: forget any copy the back-end counts as on disk."""
         ...
 
     def capacity(self) -> Capacity: ...

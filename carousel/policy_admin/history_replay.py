@@ -204,7 +204,7 @@ def library_model(settings: Settings, profile: str | None, drives: int | None) -
             dismount_delay_s=options.dismount_delay_s,
             discipline=options.discipline,
             queue_depth=options.queue_depth,
-            read_order="position",
+            read_order=options.read_order,
             new_media_fraction=options.new_media_fraction,
         )
     if profile is None:

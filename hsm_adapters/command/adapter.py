@@ -368,6 +368,11 @@ class CommandAdapter:
             return EventKind.FILE_FAILED, f"program exited without reporting this file{note}", True
         return EventKind.FILE_FAILED, f"stage program failed: {outcome.describe()}{note}", True
 
+    # --- evict ----------------------------------------------------------------------------------------
+
+    def evict(self, paths: Sequence[str]) -> None:
+        """carousel's buffer holds the bytes; the programs keep no disk copy of their own to forget."""
+
     # --- cancel ---------------------------------------------------------------------------------------
 
     def cancel(self, file_keys: Sequence[str]) -> CancelResult:

@@ -164,6 +164,12 @@ class SimulatedAdapter:
             self._deliver(self.library.take_events())
             return result
 
+    def evict(self, paths: Sequence[str]) -> None:
+        """The disk copies are gone: a later batch of these paths reads them from tape again."""
+        with self._lock:
+            if self._read_log is not None:
+                self._read_log.on_disk.difference_update(paths)
+
     def poll_events(self, limit: int | None = None) -> list[Event]:
         with self._lock:
             self.advance()
