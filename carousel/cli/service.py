@@ -130,7 +130,7 @@ def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
         base = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
         what = "API and scheduler" if with_scheduler else "API"
         out.print(f"carousel {what} listening on {base} (Tape REST: {base}/api/v1, docs: {base}/docs)")
-        out.print(f"library: {_describe_library(parts)}")
+        out.print(f"library: {_describe_library(parts)}", soft_wrap=True)
         out.print(f"database: {printable_url(settings.database_url)}")
         if settings.anonymous:
             out.print("anonymous access is on: anyone who can reach this address can stage files")
@@ -153,6 +153,7 @@ def run_scheduler(settings: Settings, *, once: bool) -> None:
     """The scheduler alone: a cycle every cycle_interval_s until SIGINT or SIGTERM; with once, one cycle."""
     with service_parts(settings) as parts:
         cycle, runner = _cycle(parts)
+        out.print(f"library: {_describe_library(parts)}", soft_wrap=True)
         if once:
             _print_cycle(cycle.run_once())
             cycle.close()
@@ -161,7 +162,6 @@ def run_scheduler(settings: Settings, *, once: bool) -> None:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
         out.print(f"carousel scheduler: a cycle every {parts.settings.cycle_interval_s:g} s (Ctrl-C stops)")
-        out.print(f"library: {_describe_library(parts)}")
         stop_metrics = _scheduler_metrics(parts)
         runner.start()
         try:

@@ -232,6 +232,9 @@ def test_scheduler_once_runs_one_cycle(tmp_path: Path, sqlite_template: Path):
     code, out, err = cli("scheduler", "--once", env={"CAROUSEL_DATABASE_URL": f"sqlite:///{database}"})
     assert code == 0, err
     assert "health ONLINE" in out and "claimed 0" in out
+    # the start-up banner says what the library is: the embedded default, small enough to stage whole
+    library = "library: simulated lto8 library (LTO-8 full height, 12 TB cartridges, 360 MB/s native): "
+    assert f"{library}4 drives, 20 tapes, 200 files, 1.26 GB; clock 100x the wall clock" in out
 
 
 def test_status_shows_position_eta_and_reasons_while_active(live: Live):
