@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -46,6 +47,8 @@ MISBEHAVIOURS = (
     "silent",  # exit status 0, nothing printed
     "retry-later",  # exit status 75 (the HSM is busy)
     "not-on-tape",  # exit status 66 (none of these files is on tape)
+    "disk-full",  # stage: every write to a destination fails with ENOSPC (reported FAILED, retryable)
+    "corrupt",  # stage: the bytes written to a destination differ from the checksum reported (one flipped)
 )
 CRASH_STATUS = 3
 HANG_S = 3600.0
@@ -193,14 +196,18 @@ def adler32_of(source: Path) -> str:
     return f"{value:08x}"
 
 
-def write_to(source: Path, destination: str) -> str:
-    """Copy the whole file to the destination carousel chose and close it; the adler32 of what was written.
+def write_to(source: Path, destination: str, misbehave: str | None = None) -> str:
+    """Copy the whole file to the destination carousel chose and close it; the adler32 of the file.
     Its directory exists (carousel made it): a missing one is an error, not something to create."""
     value = 1
     with source.open("rb") as stream, open(destination, "wb") as target:
+        if misbehave == "disk-full":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), destination)
         while chunk := stream.read(CHUNK_BYTES):
-            target.write(chunk)
             value = zlib.adler32(chunk, value)
+            if misbehave == "corrupt" and target.tell() == 0:
+                chunk = bytes([chunk[0] ^ 0xFF]) + chunk[1:]
+            target.write(chunk)
     return f"{value:08x}"
 
 
@@ -257,7 +264,7 @@ def stage(args: argparse.Namespace) -> None:
             say({"key": key, "status": "STAGED", "bytes": source.stat().st_size})
             continue
         try:
-            checksum = write_to(source, str(destination))
+            checksum = write_to(source, str(destination), args.misbehave)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.unlink(str(destination))

@@ -71,3 +71,12 @@ def test_another_adapter_starts_from_its_own_options(monkeypatch: pytest.MonkeyP
     assert load_settings().adapter_options == {}
     monkeypatch.setenv("CAROUSEL_ADAPTER_OPTIONS__STAGE__ARGV", '["hsm-stage"]')
     assert load_settings().adapter_options == {"stage": {"argv": ["hsm-stage"]}}
+
+
+def test_a_directory_catalogue_replaces_the_generated_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("CAROUSEL_ADAPTER_OPTIONS__CATALOGUE__DIRECTORY", str(tmp_path))
+    options = load_settings().adapter_options
+    assert options["catalogue"] == {"directory": str(tmp_path)}
+    assert parse_options(options).catalogue.directory == str(tmp_path)  # not "both given"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from carousel.domain.errors import ConfigError
-from hsm_adapters.base import Batch, BatchFile, OnTape
+from hsm_adapters.base import Batch, BatchFile, EventKind, OnTape
 from hsm_adapters.command import CommandAdapter
 from hsm_adapters.fake_hsm import command
 
@@ -132,3 +132,43 @@ def test_a_failing_evict_program_is_logged_never_raised(
 def test_an_evict_program_that_is_not_there_is_refused_at_start(library: FakeLibrary, clock) -> None:
     with pytest.raises(ConfigError, match=r"option 'evict\.argv': program '/no/such/evict' is not found"):
         library.adapter(clock, evict={"argv": ["/no/such/evict"]})
+
+
+def destined(library: FakeLibrary, incoming: Path, count: int) -> Batch:
+    return Batch(
+        "b",
+        TAPE,
+        tuple(
+            BatchFile(f"k{n}", f.path, f.position_bytes, f.size_bytes, str(incoming / f"k{n}"))
+            for n, f in enumerate(library.files[:count])
+        ),
+    )
+
+
+def test_a_full_disk_is_a_retryable_failure_naming_the_destination(
+    library: FakeLibrary, clock, adapters, tmp_path: Path
+) -> None:
+    adapter = library.adapter(clock, stage_args=["--misbehave", "disk-full"])
+    adapters.append(adapter)
+    batch = destined(library, tmp_path, 2)
+    adapter.submit(batch)
+    by_key = ends(adapter)
+    for file in batch.files:
+        event = by_key[file.key]
+        assert (event.kind, event.retryable) == (EventKind.FILE_FAILED, True)
+        assert event.reason == f"no space left on device writing {file.destination}"
+        assert not Path(str(file.destination)).exists(), "the program removes what it began"
+
+
+def test_corrupt_bytes_differ_from_the_checksum_reported(
+    library: FakeLibrary, clock, adapters, tmp_path: Path
+) -> None:
+    adapter = library.adapter(clock, stage_args=["--misbehave", "corrupt"])
+    adapters.append(adapter)
+    batch = destined(library, tmp_path, 1)
+    adapter.submit(batch)
+    event = ends(adapter)["k0"]
+    source = (library.tapes / TAPE / batch.files[0].path.lstrip("/")).read_bytes()
+    written = Path(str(batch.files[0].destination)).read_bytes()
+    assert event.kind is EventKind.FILE_STAGED and len(written) == len(source)
+    assert event.checksum == f"{zlib.adler32(source):08x}" != f"{zlib.adler32(written):08x}"
