@@ -263,9 +263,9 @@ class SimulatedAdapter:
             )
         for sim in events:
             checksum = None
-            entry = self.library.catalogue.get(sim.path) if sim.path is not None else None
-            if sim.kind is EventKind.FILE_STAGED and entry is not None:
-                checksum = self._checksum(entry.path, entry.size_bytes)
+            if sim.kind is EventKind.FILE_STAGED and sim.path is not None:
+                entry = self.library.catalogue.get(sim.path)
+                checksum = self._checksum(entry.path, entry.size_bytes) if entry is not None else None
             self._seq += 1
             self._pending.append(
                 Event(
