@@ -59,7 +59,7 @@ def test_an_os_error_while_landing_fails_the_attempt_and_removes_the_bytes(layou
     incoming = layout.incoming_path("1")
     incoming.write_bytes(b"abc")
     (layout.root / "ro").write_bytes(b"")  # a file where the final path's directory should be
-    with pytest.raises(LandingFailed, match="landing in the buffer failed: (File exists|Not a directory)"):
+    with pytest.raises(LandingFailed, match=r"landing in the buffer failed: (File exists|Not a directory)"):
         land(incoming, layout.final_path("/ro/sub/f"), adler(b"abc"))
     assert not incoming.exists()
 
