@@ -1,0 +1,88 @@
+"""GET and HEAD on a staged file's URL (the path at the service's root, as a Tape REST client staged it):
+the bytes from the disk buffer, streamed with Range support (Starlette's FileResponse), and
+`Digest: adler32=<hex>` when the request sends `Want-Digest: adler32` (as dCache and XRootD's HTTP do, so
+gfal-sum works). A file not on disk gets problem+json: 409 when carousel knows it, 404 when not, each saying
+how to stage it.
+
+A catch-all, added after every other route and only with the disk buffer on. A path that another route
+serves with other methods gets 405, never this route's answer (Starlette would pick the catch-all there).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import FileResponse, Response
+from starlette.routing import Match
+
+from carousel.api.context import Context, CurrentCaller, DbSlot
+from carousel.api.problems import problem_response
+from carousel.buffer.layout import BufferLayout
+from carousel.intake import staged_bytes as case
+
+router = APIRouter(tags=["staged files"])
+
+CHECKSUM_ALGORITHM = "adler32"
+
+
+def buffer_layout(request: Request) -> BufferLayout:
+    layout: BufferLayout = request.app.state.buffer_layout
+    return layout
+
+
+def wants_adler32(want_digest: str | None) -> bool:
+    """RFC 3230 Want-Digest: a list of algorithms with optional q-values; adler32 unless its q is 0."""
+    if not want_digest:
+        return False
+    for item in want_digest.split(","):
+        name, _, params = item.strip().partition(";")
+        if name.strip().lower() == CHECKSUM_ALGORITHM:
+            q = params.strip().lower()
+            return not (q.startswith("q=") and q[2:].strip() in ("0", "0.0", "0.00", "0.000"))
+    return False
+
+
+def other_methods(request: Request) -> list[str]:
+    """The methods other routes serve at this path (the catch-all excluded)."""
+    allowed: set[str] = set()
+    for route in request.app.router.routes:
+        if getattr(route, "endpoint", None) is read_staged_file:
+            continue
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            allowed |= set(getattr(route, "methods", None) or ())
+    return sorted(allowed)
+
+
+@router.api_route("/{path:path}", methods=["GET", "HEAD"], include_in_schema=True)
+def read_staged_file(
+    path: str,
+    request: Request,
+    context: Context,
+    caller: CurrentCaller,
+    layout: Annotated[BufferLayout, Depends(buffer_layout)],
+    _slot: DbSlot,
+) -> Response:
+    """A staged file's bytes (Range, HEAD, Want-Digest: adler32)."""
+    methods = other_methods(request)
+    if methods:
+        return problem_response(
+            405,
+            detail=f"{request.method} is not allowed here: {', '.join(methods)} is",
+            headers={"Allow": ", ".join(methods)},
+        )
+    found = case.staged_bytes(
+        context.session_factory,
+        context.clock,
+        caller,
+        layout,
+        "/" + path,
+        max_path_bytes=context.settings.limits.max_path_length,
+    )
+    headers: dict[str, str] = {}
+    if found.checksum is not None and wants_adler32(request.headers.get("want-digest")):
+        headers["Digest"] = f"{CHECKSUM_ALGORITHM}={found.checksum}"
+    return FileResponse(
+        found.file, headers=headers, media_type="application/octet-stream", content_disposition_type="inline"
+    )
