@@ -6,6 +6,9 @@ directory of real files standing for its tapes, so every byte read can be compar
 from __future__ import annotations
 
 import random
+import signal
+import subprocess
+import sys
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -269,3 +272,51 @@ def test_reading_a_file_makes_it_the_most_recently_used(service: Service) -> Non
     with serving(app) as base, httpx.Client(base_url=base) as http:
         assert http.get("/data/run1/a.root").status_code == 200
     assert service.file("/data/run1/a.root").disk_used_at == service.clock.now() != before
+
+
+HALF_WRITER = """
+import sys
+data = open(sys.argv[1], "rb").read()
+with open(sys.argv[2], "wb") as out:
+    out.write(data[: len(data) // 2])
+    out.flush()
+    print("half", flush=True)
+    sys.stdin.read()  # until killed
+"""
+
+
+def test_a_write_killed_halfway_leaves_nothing_visible_and_the_file_is_staged_after_a_restart(
+    fresh_database_url: URL, tmp_path: Path, tapes: Path
+) -> None:
+    path = "/data/run2/d.root"
+    clock = ManualClock(T0)
+    first = Service(fresh_database_url, tmp_path, tapes, clock)
+    request_id = first.stage([path])
+    first.cycle.run_once()  # handed to the library: SUBMITTED
+    file_id = first.file(path).id
+    assert first.file(path).state == "SUBMITTED"
+    first.close()  # the scheduler process is gone; its library with it
+
+    # a real process writing the file's bytes where the library writes them, killed halfway
+    incoming = tmp_path / "buffer.incoming" / str(file_id)
+    source = tapes / "T00002" / path.lstrip("/")
+    with subprocess.Popen(
+        [sys.executable, "-c", HALF_WRITER, str(source), str(incoming)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    ) as writer:
+        assert writer.stdout is not None and writer.stdout.readline() == b"half\n"
+        writer.send_signal(signal.SIGKILL)
+        writer.wait(timeout=30)
+    assert 0 < incoming.stat().st_size < len(content(path))
+    assert not (tmp_path / "buffer" / "data").exists()  # nothing under the served tree
+
+    second = Service(fresh_database_url, tmp_path, tapes, clock)  # the scheduler starts again
+    try:
+        report = second.cycle.run_once()
+        assert report.new_term and report.swept == 1 and report.resubmitted == 1
+        second.run_until_done(request_id)
+        assert second.link_states(request_id) == ["COMPLETED"]
+        assert (tmp_path / "buffer" / path.lstrip("/")).read_bytes() == content(path)
+    finally:
+        second.close()
