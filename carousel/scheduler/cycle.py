@@ -36,6 +36,7 @@ from carousel.db.engine import run_transaction
 from carousel.db.leader_lock import LeaderLock, leader_lock_for
 from carousel.db.lock_order import lock_links_and_files
 from carousel.db.transient_errors import database_unavailable
+from carousel.domain.buffer import BufferView
 from carousel.domain.clock import Clock
 from carousel.domain.completion import RetryRule
 from carousel.domain.planning import LibraryCosts, Plan
@@ -98,6 +99,9 @@ class CycleReport:
     batches_submitted: int = 0
     files_submitted: int = 0
     returned_to_queue: int = 0  # claimed, but the adapter refused the batch
+    buffer: BufferView | None = None  # the disk buffer at snapshot time (None: no buffer)
+    waiting_for_space: int = 0  # queued files of tapes waiting for space in the disk buffer
+    evicted_files: int = 0  # evicted from the buffer to make room for this cycle's hand-over
     elapsed_s: float = 0.0
     errors: list[str] = field(default_factory=list)
 
@@ -202,7 +206,14 @@ class Cycle:
         self.path.max_files_per_cycle = max(budget.files, 1)
         if self.policy_source is not None:
             self.policy = self.path.policy = self.policy_source()
-        snapshot = live_snapshot(self.store, self.adapter, self.clock, costs=self.path.costs, library=library)
+        snapshot = live_snapshot(
+            self.store,
+            self.adapter,
+            self.clock,
+            costs=self.path.costs,
+            library=library,
+            buffer=self.path.buffer,
+        )
         dispatch = self.path.dispatch(snapshot, submit=budget.files > 0)
         report.plan = self.feed.after_pass(dispatch, budget, self.clock.now())
         if budget.stalled_since is not None:
@@ -219,6 +230,9 @@ class Cycle:
         report.batches_submitted = dispatch.batches_submitted
         report.files_submitted = dispatch.files_submitted
         report.returned_to_queue = dispatch.returned_to_queue
+        report.buffer = dispatch.snapshot.buffer
+        report.waiting_for_space = dispatch.waiting_for_space
+        report.evicted_files = dispatch.evicted_files
         report.errors.extend(dispatch.errors)
 
     # --- events -------------------------------------------------------------------------------------------
