@@ -42,6 +42,11 @@ class SubmitIn(_Strict):
     webhook: WebhookIn | None = Field(
         default=None, description="a URL to tell when the request is done (docs/api.md, Webhooks)"
     )
+    lifetime: int | str | None = Field(
+        default=None,
+        description="how long to keep each file on disk once staged: seconds or an ISO 8601 duration "
+        "(PT1H, P1D); default and maximum in the settings (buffer.default_lifetime_s, max_lifetime_s)",
+    )
 
     @field_validator("alias")
     @classmethod

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
@@ -31,9 +32,9 @@ class BufferLimits:
     def __post_init__(self) -> None:
         if self.capacity_bytes <= 0:
             raise ValueError(f"capacity_bytes must be positive, not {self.capacity_bytes}")
-        if not 0 < self.low_watermark <= self.high_watermark <= 1:
+        if not 0 <= self.low_watermark <= self.high_watermark <= 1:
             raise ValueError(
-                f"watermarks must satisfy 0 < low <= high <= 1, not low={self.low_watermark} "
+                f"watermarks must satisfy 0 <= low <= high <= 1, not low={self.low_watermark} "
                 f"high={self.high_watermark}"
             )
 
@@ -74,6 +75,24 @@ class BufferUsage:
     @property
     def used_bytes(self) -> int:
         return self.on_disk_bytes + self.reserved_bytes
+
+
+def epoch_s(when: datetime) -> int:
+    """Whole epoch seconds of an aware time: the unit of request_files.pin_until_s."""
+    return int(when.timestamp())
+
+
+@dataclass(frozen=True, slots=True)
+class Pinning:
+    """What completion needs to put staged bytes' rows right: when they landed, and the lifetime of a link
+    that named none (rows from before lifetimes were kept)."""
+
+    now: datetime
+    default_lifetime_s: int
+
+    @property
+    def now_s(self) -> int:
+        return epoch_s(self.now)
 
 
 @dataclass(frozen=True, slots=True)

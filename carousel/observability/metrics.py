@@ -119,7 +119,8 @@ class ServiceMetrics:
         )
         self.buffer_evictions = Counter(
             "carousel_buffer_evictions",
-            "Files evicted from the disk buffer (least recently used, unpinned) to make room for a hand-over",
+            "Files evicted from the disk buffer: unpinned, least recently used first, to make room for a"
+            " hand-over or at once on release (evict_on_release)",
             registry=r,
         )
         for outcome in ("delivered", "retrying", "failed", "lost_lease"):
@@ -175,7 +176,9 @@ class ServiceMetrics:
                 self.hsm_health.labels(state=state.value).set(1 if state is report.health else 0)
 
     def _observe_buffer(self, report: CycleReport) -> None:
-        buffer = report.buffer
+        if report.buffer is not None:  # the upkeep's evictions: on release, or lifetimes over
+            self.buffer_evictions.inc(report.buffer.evicted)
+        buffer = report.buffer_space
         if buffer is None:
             return
         for kind, value in (

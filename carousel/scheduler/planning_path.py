@@ -101,6 +101,7 @@ class PlanningPath:
         costs: LibraryCosts | None = None,
         new_key: Callable[[], str] = uuid_keys,
         buffer: BufferKeeper | None = None,
+        destination: Callable[[str], str] | None = None,
     ) -> None:
         self.store = store
         self.adapter = adapter
@@ -110,6 +111,7 @@ class PlanningPath:
         self.costs = costs
         self.new_key = new_key
         self.buffer = buffer
+        self.destination = destination  # file key -> where the library writes its bytes; None: no bytes
 
     def run(self, capacity: Capacity, online: bool, *, submit: bool = True) -> Dispatch:
         """One pass over a snapshot taken now; with submit=False (an outage) the plan is made for its waiting
@@ -166,7 +168,9 @@ class PlanningPath:
         space = dispatch.snapshot.buffer
         budget = space.admissible_bytes if space is not None else None
         claims = self.store.claim(selections, self.new_key, self.clock.now(), byte_budget=budget)
-        batches = [b for selection, key, files in claims for b in batches_of(selection, files, key)]
+        batches = [
+            b for selection, key, files in claims for b in batches_of(selection, files, key, self.destination)
+        ]
         dispatch.claimed = sum(len(files) for _, _, files in claims)
         if space is not None:
             claimed_bytes = sum(f.size_bytes for _, _, files in claims for f in files)
@@ -191,10 +195,14 @@ class PlanningPath:
 
 
 def batches_of(
-    selection: Selection, claimed: Sequence[ClaimedFile], claim_key: str
+    selection: Selection,
+    claimed: Sequence[ClaimedFile],
+    claim_key: str,
+    destination: Callable[[str], str] | None = None,
 ) -> list[tuple[Batch, tuple[int, ...]]]:
     """A batch per tape (and class of service) in the claimed order, or one per file when the plan says so.
-    Keys: the claim's key, with a suffix when the claim makes several batches; file keys are file ids."""
+    Keys: the claim's key, with a suffix when the claim makes several batches; file keys are file ids.
+    `destination` gives each file where its bytes go (the disk buffer's incoming directory)."""
     groups: dict[tuple[str, str], list[ClaimedFile]] = {}
     if selection.one_file_per_batch:
         groups = {(str(f.id), f.tape): [f] for f in claimed}
@@ -207,8 +215,15 @@ def batches_of(
         batch = Batch(
             key=key,
             tape=files[0].tape,
-            files=tuple(BatchFile(str(f.id), f.path, f.position_bytes, f.size_bytes) for f in files),
+            files=tuple(batch_file(f.id, f.path, f.position_bytes, f.size_bytes, destination) for f in files),
             service_class=files[0].service_class,
         )
         out.append((batch, tuple(f.id for f in files)))
     return out
+
+
+def batch_file(
+    file_id: int, path: str, position_bytes: int, size_bytes: int, destination: Callable[[str], str] | None
+) -> BatchFile:
+    key = str(file_id)
+    return BatchFile(key, path, position_bytes, size_bytes, None if destination is None else destination(key))
