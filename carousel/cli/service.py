@@ -148,7 +148,8 @@ def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
         base = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
         what = "API and scheduler" if with_scheduler else "API"
         out.print(f"carousel {what} listening on {base} (Tape REST: {base}/api/v1, docs: {base}/docs)")
-        out.print(f"library: {settings.adapter} adapter; database: {printable_url(settings.database_url)}")
+        out.print(f"library: {_describe_library(parts)}")
+        out.print(f"database: {printable_url(settings.database_url)}")
         if settings.anonymous:
             out.print("anonymous access is on: anyone who can reach this address can stage files")
         # log_config=None: uvicorn's records go through the process's structlog handler
@@ -178,6 +179,7 @@ def run_scheduler(settings: Settings, *, once: bool) -> None:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
         out.print(f"carousel scheduler: a cycle every {parts.settings.cycle_interval_s:g} s (Ctrl-C stops)")
+        out.print(f"library: {_describe_library(parts)}")
         stop_metrics = _scheduler_metrics(parts)
         runner.start()
         try:
@@ -186,6 +188,12 @@ def run_scheduler(settings: Settings, *, once: bool) -> None:
             runner.stop()
             cycle.close()  # gives up the leader lock: a standby takes over at once
             stop_metrics()
+
+
+def _describe_library(parts: Parts) -> str:
+    """The adapter's own one-line description when it has one (the simulated library says its size)."""
+    describe = getattr(parts.adapter, "describe", None)
+    return str(describe()) if callable(describe) else f"{parts.settings.adapter} adapter"
 
 
 def _scheduler_metrics(parts: Parts) -> Callable[[], None]:

@@ -11,9 +11,10 @@ The service's local state lives under one directory, data_dir (CAROUSEL_DATA_DIR
 user's data directory and never depends on the directory a command starts in; the embedded SQLite database
 is carousel.sqlite3 there unless database_url names another database.
 
-The simulated library's options are merged onto the embedded defaults, key by key at every depth, so
+The simulated library's options are merged onto the embedded defaults key by key, so
 CAROUSEL_ADAPTER_OPTIONS__SCALE=1000 changes the scale and keeps the default profile, drives and catalogue
-(a plain dict field would be replaced whole). A catalogue given as a CSV replaces the generated one.
+(a plain dict field would be replaced whole). A catalogue given replaces the default one whole: it describes
+another library, and the keys it leaves out take the generator's own defaults, not the demo library's.
 """
 
 from __future__ import annotations
@@ -59,11 +60,23 @@ def sqlite_url(path: Path) -> str:
 
 
 def default_adapter_options() -> dict[str, Any]:
-    """The embedded default: a simulated LTO-8 library with a generated catalogue on a scaled clock."""
+    """The embedded default (`make run`): a simulated LTO-8 library small enough that every file it holds
+    can really be staged on a laptop: 4 drives, 20 tapes of 10 files, 0.2 to 94 MB each (log-normal, median
+    4 MB), 1.26 GB in all, scattered over each cartridge as a full tape's requested files are. The physics is
+    the real LTO-8 profile; the clock runs 100 times faster than the wall clock, so a mount and locate (about
+    90 s of library time) take about a second."""
     return {
         "profile": "lto8",
-        "drives": 8,
-        "catalogue": {"generate": {"seed": 1, "cartridges": 200, "files_per_cartridge": 50}},
+        "drives": 4,
+        "catalogue": {
+            "generate": {
+                "seed": 1,
+                "cartridges": 20,
+                "files_per_cartridge": 10,
+                "size_model": "lognormal:4000000:1.1",
+                "layout": "spread",
+            }
+        },
         "scale": 100.0,
     }
 
@@ -81,11 +94,11 @@ def deep_merge(base: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, A
 
 
 def simulated_options_onto_defaults(given: Mapping[str, Any]) -> dict[str, Any]:
-    """The simulated library's options as given, over the embedded defaults. The catalogue is one of
-    `generate` or `csv`: a CSV catalogue replaces the default generated one instead of merging into it."""
+    """The simulated library's options as given, over the embedded defaults. A catalogue given (generated,
+    CSV or directory) replaces the default one whole: a seed or a tape count of one's own, merged into the
+    demo library's small-file size model, would make a library nobody described."""
     defaults = default_adapter_options()
-    catalogue = given.get("catalogue")
-    if catalogue is not None and not (isinstance(catalogue, Mapping) and "csv" not in catalogue):
+    if "catalogue" in given:
         del defaults["catalogue"]
     return deep_merge(defaults, given)
 

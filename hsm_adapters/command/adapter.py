@@ -45,6 +45,7 @@ from hsm_adapters.base import (
 from hsm_adapters.command.config import (
     CancelSpec,
     CommandOptions,
+    EvictSpec,
     HealthSpec,
     ProgramSpec,
     parse_options,
@@ -290,6 +291,7 @@ class CommandAdapter:
                     "path": recall.file.path,
                     "position_bytes": recall.file.position_bytes,
                     "size_bytes": recall.file.size_bytes,
+                    "destination": recall.file.destination,  # null: recall without bytes
                 }
                 for recall in todo
             ]
@@ -335,7 +337,8 @@ class CommandAdapter:
                 self._emit(EventKind.FILE_STARTED, run=run, recall=recall)
         elif parsed.status == "STAGED":
             size = parsed.bytes if parsed.bytes is not None else recall.file.size_bytes
-            self._finish(run, recall, EventKind.FILE_STAGED, None, size=size)
+            checksum = parsed.checksum.lower() if parsed.checksum is not None else None
+            self._finish(run, recall, EventKind.FILE_STAGED, None, size=size, checksum=checksum)
         elif parsed.status == "FAILED":
             reason = parsed.reason or "the HSM reported a failure without a reason"
             self._finish(run, recall, EventKind.FILE_FAILED, reason, retryable=parsed.retryable)
@@ -371,7 +374,22 @@ class CommandAdapter:
     # --- evict ----------------------------------------------------------------------------------------
 
     def evict(self, paths: Sequence[str]) -> None:
-        """carousel's buffer holds the bytes; the programs keep no disk copy of their own to forget."""
+        """Run the evict program with the paths (JSON lines {"path": ...}), if one is configured: the HSM may
+        drop disk copies of its own. Without one there is nothing to do. Never raises: a failure is logged."""
+        spec = self._options.evict
+        unique = list(dict.fromkeys(paths))
+        if spec is None or not unique:
+            return
+        try:
+            for start in range(0, len(unique), spec.max_paths_per_call):
+                self._evict_chunk(spec, unique[start : start + spec.max_paths_per_call])
+        except Exception:
+            log.exception("command adapter: evict failed")
+
+    def _evict_chunk(self, spec: EvictSpec, chunk: list[str]) -> None:
+        outcome = self._call(spec, {}, [{"path": path} for path in chunk], lambda line: None)
+        if not (outcome.ran_to_an_end and outcome.returncode == EXIT_OK):
+            log.warning("command adapter: evict program of %d paths: %s", len(chunk), outcome.describe())
 
     # --- cancel ---------------------------------------------------------------------------------------
 
@@ -486,6 +504,7 @@ class CommandAdapter:
         reason: str | None = None,
         retryable: bool = True,
         size: int = 0,
+        checksum: str | None = None,
     ) -> None:
         """Number and deliver one event; the caller holds the lock, which keeps seq order = delivery order."""
         self._seq += 1
@@ -501,6 +520,7 @@ class CommandAdapter:
             bytes=size,
             reason=reason,
             retryable=retryable,
+            checksum=checksum,
         )
         if self._sink is not None and not self._events:
             try:
@@ -521,6 +541,7 @@ class CommandAdapter:
         *,
         retryable: bool = True,
         size: int = 0,
+        checksum: str | None = None,
     ) -> None:
         """The one terminal event of a file; the caller holds the lock."""
         if recall.finished:
@@ -528,7 +549,9 @@ class CommandAdapter:
         recall.finished = True
         self._pending.pop(recall.file.key, None)
         self._remember(self._done_files, recall.file.key)
-        self._emit(kind, run=run, recall=recall, reason=reason, retryable=retryable, size=size)
+        self._emit(
+            kind, run=run, recall=recall, reason=reason, retryable=retryable, size=size, checksum=checksum
+        )
 
     # --- capacity and health --------------------------------------------------------------------------
 
@@ -673,7 +696,8 @@ def _batch_values(batch: Batch) -> dict[str, str]:
 
 def _lookup_result(line: LookupLine) -> LookupResult:
     if isinstance(line, LookupOnTapeLine):
-        return OnTape(line.path, line.tape, line.position_bytes, line.size_bytes, line.on_disk)
+        checksum = line.checksum.lower() if line.checksum is not None else None
+        return OnTape(line.path, line.tape, line.position_bytes, line.size_bytes, line.on_disk, checksum)
     if isinstance(line, LookupNotOnTapeLine):
         return NotOnTape(line.path, line.reason, line.on_disk)
     return Unknown(line.path, line.reason)

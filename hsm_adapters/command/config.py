@@ -95,6 +95,11 @@ class CancelSpec(ProgramSpec):
     timeout_s: Seconds = 30.0
 
 
+class EvictSpec(ProgramSpec):
+    timeout_s: Seconds = 60.0
+    max_paths_per_call: int = Field(default=1000, ge=1)
+
+
 class HealthSpec(ProgramSpec):
     timeout_s: Seconds = 10.0
     cache_s: float = Field(default=30.0, ge=0)  # answer health() from the last run for this long
@@ -105,6 +110,7 @@ class CommandOptions(_Options):
     stage: StageSpec
     cancel: CancelSpec | None = None
     health: HealthSpec | None = None
+    evict: EvictSpec | None = None  # absent: the HSM keeps no disk copy carousel must tell it about
     max_workers: int = Field(default=2, ge=1, le=256)  # stage programs running at once
     queue_files: int = Field(default=10_000, ge=1)  # files accepted and not finished, before capacity says 0
     service_classes: tuple[StrictStr, ...] = (DEFAULT_SERVICE_CLASS,)
@@ -155,7 +161,7 @@ def parse_options(options: Mapping[str, object]) -> CommandOptions:
         parsed = CommandOptions.model_validate(dict(options))
     except ValidationError as exc:
         raise ConfigError(f"command adapter: {_describe(exc)}") from None
-    for name in ("lookup", "stage", "cancel", "health"):
+    for name in ("lookup", "stage", "cancel", "health", "evict"):
         spec: ProgramSpec | None = getattr(parsed, name)
         if spec is not None and shutil.which(spec.argv[0]) is None:
             problem = f"program {spec.argv[0]!r} is not found or not executable"

@@ -27,6 +27,10 @@ EXIT_RETRY_LATER = 75  # the HSM is busy or briefly unavailable: files not repor
 EXCERPT_CHARS = 120  # how much of a bad line a reason quotes
 
 
+# adler32 as 8 hex digits (either case; carousel keeps lower case), as WLCG storage prints it
+Adler32 = Annotated[StrictStr, Field(pattern=r"^[0-9a-fA-F]{8}$")]
+
+
 class _Line(BaseModel):
     # strict: a number in quotes or true-as-1 is a broken program, not something to guess about.
     # extra fields are ignored so wrappers can print more than the protocol needs.
@@ -40,6 +44,7 @@ class LookupOnTapeLine(_Line):
     position_bytes: Annotated[StrictInt, Field(ge=0)]
     size_bytes: Annotated[StrictInt, Field(ge=0)]
     on_disk: StrictBool = False
+    checksum: Adler32 | None = None
 
 
 class LookupNotOnTapeLine(_Line):
@@ -61,6 +66,7 @@ class StageFileLine(_Line):
     reason: StrictStr | None = None
     retryable: StrictBool = True
     bytes: Annotated[StrictInt, Field(ge=0)] | None = None
+    checksum: Adler32 | None = None  # STAGED: the adler32 of the bytes written at the destination
 
 
 class StageTapeLine(_Line):

@@ -72,4 +72,5 @@ def command_options(tape_root: Path, disk_root: Path, extra: Sequence[str] = ())
             "argv": command("stage", tape_root, disk_root, "--tape", "{tape}", "--batch", "{batch}", *extra)
         },
         "cancel": {"argv": command("cancel", tape_root, disk_root, "--batch", "{batch}", *extra)},
+        "evict": {"argv": command("evict", tape_root, disk_root, *extra)},
     }

@@ -2,7 +2,10 @@
 
 A tape is a directory, <tape_root>/<TAPE>/, holding each file under its HSM path without the leading slash;
 <tape_root>/<TAPE>/.index.json maps those relative paths to their positions on the tape in bytes. Staging
-copies a file from its tape directory into <disk_root>/<path>. The program speaks the command adapter's
+writes a file's bytes to the destination carousel gave (the whole file, closed before STAGED is reported,
+with its adler32), or, for a file without one, copies it into <disk_root>/<path>, the HSM's own disk copy;
+evict removes such copies. A write that fails is reported FAILED, retryable, with the reason. The program
+speaks the command adapter's
 protocol (docs/command-adapter.md) and misbehaves on demand, so tests drive the adapter's failure handling
 through real subprocesses. Tests follow it by events, not by time: --gate holds each copy until a file exists,
 and --marker records how far the program got (started, hanging, finished).
@@ -15,6 +18,7 @@ It uses only the standard library, so any Python runs it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -23,12 +27,14 @@ import subprocess
 import sys
 import time
 import uuid
+import zlib
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 INDEX_NAME = ".index.json"
 STATE_DIR_NAME = ".state"  # cancel and stage agree here on who got a file first
-OPERATIONS = ("lookup", "stage", "cancel", "health")
+OPERATIONS = ("lookup", "stage", "cancel", "health", "evict")
+CHUNK_BYTES = 1 << 20
 MISBEHAVIOURS = (
     "hang",  # print nothing, never end
     "hang-ignoring-term",  # the same, deaf to SIGTERM: only KILL ends it
@@ -149,6 +155,7 @@ def lookup(args: argparse.Namespace) -> None:
                             "position_bytes": index[str(rel)],
                             "size_bytes": size,
                             "on_disk": on_disk,
+                            "checksum": adler32_of(tape_dir / rel),
                         }
                     )
                 break
@@ -176,6 +183,30 @@ def copy_into(source: Path, target: Path) -> None:
     draft = target.with_name(f".{target.name}.{uuid.uuid4().hex}")
     shutil.copyfile(source, draft)
     os.replace(draft, target)
+
+
+def adler32_of(source: Path) -> str:
+    value = 1
+    with source.open("rb") as stream:
+        while chunk := stream.read(CHUNK_BYTES):
+            value = zlib.adler32(chunk, value)
+    return f"{value:08x}"
+
+
+def write_to(source: Path, destination: str) -> str:
+    """Copy the whole file to the destination carousel chose and close it; the adler32 of what was written.
+    Its directory exists (carousel made it): a missing one is an error, not something to create."""
+    value = 1
+    with source.open("rb") as stream, open(destination, "wb") as target:
+        while chunk := stream.read(CHUNK_BYTES):
+            target.write(chunk)
+            value = zlib.adler32(chunk, value)
+    return f"{value:08x}"
+
+
+def write_error(exc: OSError, destination: str) -> str:
+    what = exc.strerror or str(exc)
+    return f"{what[:1].lower()}{what[1:]} writing {destination}"
 
 
 def wait_for_gate(gate: Path) -> None:
@@ -220,8 +251,19 @@ def stage(args: argparse.Namespace) -> None:
             )
             continue
         assert rel is not None
-        copy_into(source, disk_root / rel)
-        say({"key": key, "status": "STAGED", "bytes": source.stat().st_size})
+        destination = request.get("destination")
+        if destination is None:
+            copy_into(source, disk_root / rel)
+            say({"key": key, "status": "STAGED", "bytes": source.stat().st_size})
+            continue
+        try:
+            checksum = write_to(source, str(destination))
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(str(destination))
+            say({"key": key, "status": "FAILED", "reason": write_error(exc, str(destination))})
+            continue
+        say({"key": key, "status": "STAGED", "bytes": source.stat().st_size, "checksum": checksum})
     say({"event": "UNMOUNTED", "tape": tape, "drive": args.drive})
 
 
@@ -232,6 +274,17 @@ def cancel(args: argparse.Namespace) -> None:
         key = str(request["key"])
         won = claim(state_dir, batch, key, "cancelled") == "cancelled"
         say({"key": key, "status": "CANCELLED" if won else "IN_PROGRESS"})
+
+
+def evict(args: argparse.Namespace) -> None:
+    """Drop the HSM's own disk copies of the paths (those staged without a destination)."""
+    disk_root = Path(args.disk_root)
+    for request in requests():
+        path = str(request["path"])
+        rel = relative(path)
+        if rel is not None:
+            (disk_root / rel).unlink(missing_ok=True)
+        say({"path": path, "status": "EVICTED"})
 
 
 def health(args: argparse.Namespace) -> None:
@@ -268,7 +321,8 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit("fake_hsm: stage needs --tape")
         if args.misbehave not in ("hang-after-first", "crash-after-first"):
             misbehave_at_start(args)
-        {"lookup": lookup, "stage": stage, "cancel": cancel, "health": health}[args.operation](args)
+        operations = {"lookup": lookup, "stage": stage, "cancel": cancel, "health": health, "evict": evict}
+        operations[args.operation](args)
     finally:
         # Also on a crash or exit status of its own; a signal that kills it skips this.
         mark(args, "finished")

@@ -7,8 +7,15 @@ brings the library up to the clock's present and delivers the events that happen
 if one is set (pushed during that call), otherwise kept for `poll_events`. Event times are mapped back:
 at = t0 + t / scale.
 
+Bytes: a batch file with a destination gets its bytes written there when its FILE_STAGED is emitted (in
+virtual time, the write happens at the event), by `writer.StagedWriter` from the catalogue's content
+(`content.py`: generated from the path, or copied from a directory of real files). A write that fails becomes
+a retryable FILE_FAILED naming the reason. A file without a destination is recalled without bytes: the
+replays of multi-GB catalogues keep accounting only. Lookups and FILE_STAGED carry the file's adler32.
+
 With a read log (hsm_adapters.simulated.read_log), files the library brought to disk in an earlier process
-are on disk: their submission is answered FILE_STAGED at once, without a tape read.
+are on disk (lookup says so): their submission is answered FILE_STAGED at once, without a tape read, until
+carousel evicts them.
 """
 
 from __future__ import annotations
@@ -41,13 +48,18 @@ from hsm_adapters.base import (
 )
 from hsm_adapters.simulated.builder import LibrarySetup, build_library
 from hsm_adapters.simulated.catalogue import Catalogue, generate_catalogue, load_catalogue_csv
+from hsm_adapters.simulated.content import FileContent, GeneratedContent
 from hsm_adapters.simulated.costs import library_costs
+from hsm_adapters.simulated.directory import directory_catalogue
 from hsm_adapters.simulated.faults import FaultPlan, fault_plan_from_mapping, load_fault_plan
 from hsm_adapters.simulated.library import Discipline, Library, SimEvent
 from hsm_adapters.simulated.physics import TapePhysics
 from hsm_adapters.simulated.profiles import DriveProfile, load_profile
 from hsm_adapters.simulated.read_log import DISK, TAPE, ReadLog
 from hsm_adapters.simulated.read_order import ReadOrderName, locate_order
+from hsm_adapters.simulated.writer import StagedWriter
+
+_FILE_ENDS = frozenset({EventKind.FILE_STAGED, EventKind.FILE_FAILED, EventKind.FILE_CANCELLED})
 
 
 class SimulatedAdapter:
@@ -64,6 +76,7 @@ class SimulatedAdapter:
         lookup_timeout_s: float = 10.0,
         read_log: ReadLog | None = None,
         read_order: ReadOrderName = "position",
+        content: FileContent | None = None,
     ) -> None:
         if scale <= 0:
             raise ConfigError(f"scale must be > 0, got {scale}")
@@ -84,6 +97,10 @@ class SimulatedAdapter:
         self._keys: set[str] = (
             set()
         )  # batch keys taken, kept only with a read log (disk answers bypass the library)
+        self.content: FileContent = content if content is not None else GeneratedContent()
+        self.writer = StagedWriter(self.content, library.faults)
+        self._destinations: dict[str, str] = {}  # file key -> where its bytes go, until its end
+        self._checksums: dict[str, str] = {}  # path -> adler32, computed once
 
     # --- clocks -------------------------------------------------------------------------------------------
 
@@ -121,8 +138,18 @@ class SimulatedAdapter:
                 if entry is None:
                     results.append(NotOnTape(path, "not in the library"))
                 else:
-                    results.append(OnTape(path, entry.tape, entry.position_bytes, entry.size_bytes))
+                    on_disk = self._read_log is not None and path in self._read_log.on_disk
+                    checksum = self._checksum(path, entry.size_bytes)
+                    results.append(
+                        OnTape(path, entry.tape, entry.position_bytes, entry.size_bytes, on_disk, checksum)
+                    )
             return results
+
+    def _checksum(self, path: str, size: int) -> str:
+        known = self._checksums.get(path)
+        if known is None:
+            known = self._checksums[path] = self.content.checksum(path, size)
+        return known
 
     def submit(self, batch: Batch) -> None:
         with self._lock:
@@ -133,7 +160,14 @@ class SimulatedAdapter:
                 self._submit_past_disk(batch, self._read_log, t)
                 return
             self.library.submit(batch, t + self.library.faults.latency_s(t))
+            self._remember_destinations(batch)
             self._deliver(self.library.take_events())
+
+    def _remember_destinations(self, batch: Batch) -> None:
+        """Called once the batch is accepted: its files' destinations, kept until each file ends."""
+        for file in batch.files:
+            if file.destination is not None:
+                self._destinations[file.key] = file.destination
 
     def _submit_past_disk(self, batch: Batch, read_log: ReadLog, t: float) -> None:
         """Files on disk are answered at once; the rest of the batch goes to the library."""
@@ -148,6 +182,7 @@ class SimulatedAdapter:
         elif self.library.health(t) is Health.OFFLINE:
             raise Unavailable(f"the simulated library is offline; batch {batch.key!r} was not accepted")
         self._keys.add(batch.key)
+        self._remember_destinations(batch)
         self._deliver(self.library.take_events())
         self._deliver([self._from_disk(f, batch, t) for f in cached], source=DISK)
 
@@ -165,10 +200,11 @@ class SimulatedAdapter:
             return result
 
     def evict(self, paths: Sequence[str]) -> None:
-        """The disk copies are gone: a later batch of these paths reads them from tape again."""
+        """The disk copies are gone: lookup no longer says on disk, and a later batch of these paths reads
+        them from tape again (with a read log, recorded there, so a later process knows too)."""
         with self._lock:
             if self._read_log is not None:
-                self._read_log.on_disk.difference_update(paths)
+                self._read_log.evict(paths)
 
     def poll_events(self, limit: int | None = None) -> list[Event]:
         with self._lock:
@@ -189,6 +225,18 @@ class SimulatedAdapter:
         with self._lock:
             return self.library.health(self.advance())
 
+    def describe(self) -> str:
+        """One line for people: what this library is (the service's start-up banner prints it)."""
+        catalogue = self.library.catalogue
+        profile = self.library.physics.profile
+        drives = self.library.drive_count
+        size = decimal_bytes(catalogue.total_bytes())
+        return (
+            f"simulated {profile.name} library ({profile.description}): {drives} drive{'s' * (drives != 1)},"
+            f" {len(catalogue.tapes)} tapes, {len(catalogue)} files, {size};"
+            f" clock {self._scale:g}x the wall clock"
+        )
+
     def library_costs(self) -> LibraryCosts:
         """The library's cost figures for policies (the scheduler looks for this method), in seconds of the
         service's clock: with scale 100 a 60 s mount costs the clock 0.6 s."""
@@ -208,11 +256,16 @@ class SimulatedAdapter:
             raise Unavailable("the simulated library adapter is closed")
 
     def _deliver(self, events: list[SimEvent], *, source: str = TAPE) -> None:
+        events = [self._land(sim) for sim in events]
         if self._read_log is not None:
             self._read_log.record(
                 source, ((e.path, e.batch_key) for e in events if e.kind is EventKind.FILE_STAGED and e.path)
             )
         for sim in events:
+            checksum = None
+            entry = self.library.catalogue.get(sim.path) if sim.path is not None else None
+            if sim.kind is EventKind.FILE_STAGED and entry is not None:
+                checksum = self._checksum(entry.path, entry.size_bytes)
             self._seq += 1
             self._pending.append(
                 Event(
@@ -227,9 +280,27 @@ class SimulatedAdapter:
                     bytes=sim.bytes,
                     reason=sim.reason,
                     retryable=sim.retryable,
+                    checksum=checksum,
                 )
             )
         self._push()
+
+    def _land(self, sim: SimEvent) -> SimEvent:
+        """A file's end: at FILE_STAGED its bytes go to the destination, if it has one; a write that fails
+        turns the event into a retryable FILE_FAILED."""
+        if sim.file_key is None or sim.kind not in _FILE_ENDS:
+            return sim
+        destination = self._destinations.pop(sim.file_key, None)
+        if destination is None or sim.kind is not EventKind.FILE_STAGED or sim.path is None:
+            return sim
+        entry = self.library.catalogue.get(sim.path)
+        if entry is None:  # a disk copy (read log) of a path this catalogue no longer holds
+            reason = f"{sim.path} is not in the library: no bytes to write"
+            return sim._replace(kind=EventKind.FILE_FAILED, bytes=0, reason=reason, retryable=False)
+        failed = self.writer.write(entry.path, entry.size_bytes, destination, sim.t)
+        if failed is None:
+            return sim
+        return sim._replace(kind=EventKind.FILE_FAILED, bytes=0, reason=failed, retryable=True)
 
     def _push(self) -> None:
         """Hand pending events to the sink in seq order. A sink that calls the adapter again only queues
@@ -243,6 +314,16 @@ class SimulatedAdapter:
                 self._pending.popleft()
         finally:
             self._pushing = False
+
+
+def decimal_bytes(count: int) -> str:
+    """1,260,000,000 -> "1.26 GB" (decimal units, as tape sizes are given)."""
+    value = float(count)
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if value < 1000 or unit == "TB":
+            return f"{value:.3g} {unit}" if unit != "B" else f"{count} B"
+        value /= 1000
+    raise AssertionError("unreachable")
 
 
 # --- options and factory ------------------------------------------------------------------------------------
@@ -261,10 +342,12 @@ class GenerateOptions(_Strict):
 
 
 class CatalogueOptions(_Strict):
-    """Exactly one of: generate (a seeded catalogue) or csv (a file path,size_bytes,tape,position_bytes)."""
+    """Exactly one of: generate (a seeded catalogue), csv (a file path,size_bytes,tape,position_bytes) or
+    directory (a directory of real files, one subdirectory per tape: directory.py)."""
 
     generate: GenerateOptions | None = None
     csv: str | None = None
+    directory: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -274,8 +357,8 @@ class CatalogueOptions(_Strict):
 
     @model_validator(mode="after")
     def _one_source(self) -> Self:
-        if (self.generate is None) == (self.csv is None):
-            raise ValueError("give exactly one of 'generate' or 'csv'")
+        if [self.generate, self.csv, self.directory].count(None) != 2:
+            raise ValueError("give exactly one of 'generate', 'csv' or 'directory'")
         return self
 
 
@@ -314,7 +397,7 @@ def build_simulated_adapter(options: Mapping[str, object], clock: Clock) -> Simu
     """A SimulatedAdapter from plain options (the service's settings). Raises ConfigError naming the key."""
     parsed = parse_options(options)
     physics = TapePhysics(load_profile(parsed.profile))
-    catalogue = _catalogue(parsed.catalogue, physics.profile)
+    catalogue, content = _catalogue(parsed.catalogue, physics.profile)
     setup = LibrarySetup(
         discipline=parsed.discipline,
         queue_depth=parsed.queue_depth,
@@ -332,17 +415,22 @@ def build_simulated_adapter(options: Mapping[str, object], clock: Clock) -> Simu
         lookup_timeout_s=parsed.lookup_timeout_s,
         read_log=ReadLog(parsed.read_log) if parsed.read_log is not None else None,
         read_order=setup.read_order,
+        content=content,
     )
 
 
-def _catalogue(source: CatalogueOptions, profile: DriveProfile) -> Catalogue:
+def _catalogue(source: CatalogueOptions, profile: DriveProfile) -> tuple[Catalogue, FileContent]:
+    """The catalogue and where its files' bytes come from: real files for a directory, else generated."""
+    if source.directory is not None:
+        return directory_catalogue(source.directory, capacity_bytes=profile.capacity_bytes)
     if source.csv is not None:
-        return load_catalogue_csv(source.csv, capacity_bytes=profile.capacity_bytes)
+        return load_catalogue_csv(source.csv, capacity_bytes=profile.capacity_bytes), GeneratedContent()
     assert source.generate is not None
     g = source.generate
-    return generate_catalogue(
+    catalogue = generate_catalogue(
         g.seed, g.cartridges, g.files_per_cartridge, g.size_model, profile, layout=g.layout
     )
+    return catalogue, GeneratedContent()
 
 
 def _fault_plan(faults: str | dict[str, object] | None) -> FaultPlan | None:

@@ -18,6 +18,12 @@ clock, starting at 0), windows are half-open: [start_s, end_s).
   already going finish); queued work waits. A hung HSM scheduler, which carousel's liveness watch must notice;
 - hung reads: reads of the named paths start and never end (the drive stays on them) until cancelled; the
   first `reads` reads of the path hang (None: every one). A read that hangs, which the read timeout must end.
+- disk full: writes of staged files to their destination fail with ENOSPC during [start_s, end_s) (end absent:
+  from start_s on), only the first `writes` of the window when given; the file fails, retryable. What a full
+  disk buffer does to the back-end's copy;
+- corrupt reads: the bytes written for the named paths differ from the checksum the event reports (one byte
+  flipped); the first `reads` reads of the path (None: every one). What carousel's checksum verification must
+  catch.
 """
 
 from __future__ import annotations
@@ -105,6 +111,44 @@ class HungRead:
 
 
 @dataclass(frozen=True, slots=True)
+class DiskFull:
+    """Writes fail with ENOSPC during [start_s, end_s) (end_s None: for ever); only the first `writes` writes
+    of the window when given."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    start_s: float = 0.0
+    end_s: float | None = None
+    writes: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.end_s is None:
+            if self.start_s < 0:
+                raise ValueError(f"start_s must be >= 0, got {self.start_s}")
+        else:
+            _check_window(self.start_s, self.end_s)
+        if self.writes is not None and self.writes < 1:
+            raise ValueError(f"writes must be at least 1 (or absent: every write), got {self.writes}")
+
+    def contains(self, t: float) -> bool:
+        return self.start_s <= t and (self.end_s is None or t < self.end_s)
+
+
+@dataclass(frozen=True, slots=True)
+class CorruptRead:
+    """The bytes written for `path` differ from its checksum: its first `reads` reads (None: all)."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
+
+    path: str
+    reads: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.reads is not None and self.reads < 1:
+            raise ValueError(f"reads must be at least 1 (or absent: every read), got {self.reads}")
+
+
+@dataclass(frozen=True, slots=True)
 class FaultPlan:
     __pydantic_config__ = ConfigDict(extra="forbid")
 
@@ -117,6 +161,8 @@ class FaultPlan:
     slow_windows: tuple[SlowWindow, ...] = ()
     stall_windows: tuple[Window, ...] = ()
     hung_reads: tuple[HungRead, ...] = ()
+    disk_full: tuple[DiskFull, ...] = ()
+    corrupt_reads: tuple[CorruptRead, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.read_error_probability <= 1.0:

@@ -6,7 +6,9 @@ the adapter appends one CSV line per file that reaches disk: `instance,source,pa
 for a read from tape, `disk` for a file that was on disk already. A new process starts with the paths of the
 log on disk: a submission of one is answered FILE_STAGED at once, without a tape read, as an HSM answers for
 a file in its cache. Counting the `tape` lines of a path tells how often it was read from tape, across
-restarts. Nothing is ever evicted: this is for tests and demonstrations of crash recovery.
+restarts. When carousel evicts a path (`HsmAdapter.evict`), a line with source `evicted` says the disk copy
+is gone: replayed in order, the log gives the paths on disk now. For tests and demonstrations of crash
+recovery.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from carousel.domain.errors import ConfigError
 
 TAPE = "tape"
 DISK = "disk"
+EVICTED = "evicted"
 
 
 class ReadLogLine(NamedTuple):
@@ -49,7 +52,12 @@ class ReadLog:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.instance = uuid.uuid4().hex[:12]
-        self.on_disk: set[str] = {line.path for line in read_log_lines(self.path)}
+        self.on_disk: set[str] = set()
+        for line in read_log_lines(self.path):
+            if line.source == EVICTED:
+                self.on_disk.discard(line.path)
+            else:
+                self.on_disk.add(line.path)
         try:
             self._file = self.path.open("a", newline="", encoding="utf-8")
         except OSError as exc:
@@ -63,8 +71,21 @@ class ReadLog:
         for path, batch_key in staged:
             writer.writerow((self.instance, source, path, batch_key or ""))
             self.on_disk.add(path)
-        if buffer.tell():
-            self._file.write(buffer.getvalue())
+        self._append(buffer.getvalue())
+
+    def evict(self, paths: Iterable[str]) -> None:
+        """The disk copies of these paths are gone: one `evicted` line for each that was on disk."""
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        for path in paths:
+            if path in self.on_disk:
+                writer.writerow((self.instance, EVICTED, path, ""))
+                self.on_disk.discard(path)
+        self._append(buffer.getvalue())
+
+    def _append(self, text: str) -> None:
+        if text:
+            self._file.write(text)
             self._file.flush()
 
     def close(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -37,6 +38,7 @@ class Held:
     tape: str
     position_bytes: int
     size_bytes: int
+    checksum: str  # adler32 of its bytes, 8 lower-case hex digits
 
 
 @dataclass
@@ -46,6 +48,7 @@ class Harness:
     held: list[Held]  # at least two tapes with at least three files each
     absent_paths: list[str]  # paths the library does not hold
     step: Callable[[], bool]  # let some time pass; False when nothing more can happen
+    incoming: Path  # an empty directory for destinations, as carousel's buffer's incoming directory
 
     def tapes(self) -> list[str]:
         return sorted({file.tape for file in self.held})
@@ -53,14 +56,20 @@ class Harness:
     def on_tape(self, tape: str) -> list[Held]:
         return sorted((file for file in self.held if file.tape == tape), key=lambda file: file.position_bytes)
 
-    def batch(self, key: str, tape: str, files: Sequence[Held | str]) -> Batch:
-        """A batch of `files` (held ones, or absent paths) on `tape`; file keys are `<batch key>/<n>`."""
+    def batch(
+        self, key: str, tape: str, files: Sequence[Held | str], *, destinations: Path | None = None
+    ) -> Batch:
+        """A batch of `files` (held ones, or absent paths) on `tape`; file keys are `<batch key>/<n>`.
+        With `destinations`, file n's bytes go to `<destinations>/<batch key>.<n>`."""
         batch_files = []
         for n, file in enumerate(files):
+            where = str(destinations / f"{key}.{n}") if destinations is not None else None
             if isinstance(file, Held):
-                batch_files.append(BatchFile(f"{key}/{n}", file.path, file.position_bytes, file.size_bytes))
+                batch_files.append(
+                    BatchFile(f"{key}/{n}", file.path, file.position_bytes, file.size_bytes, where)
+                )
             else:
-                batch_files.append(BatchFile(f"{key}/{n}", file, 0, 1))
+                batch_files.append(BatchFile(f"{key}/{n}", file, 0, 1, where))
         return Batch(key, tape, tuple(batch_files))
 
 
@@ -136,8 +145,11 @@ def command_harness(tmp_path: Path, clock: ManualClock) -> Harness:
     tapes, disk = tmp_path / "tapes", tmp_path / "disk"
     held = []
     for tape in ("TAPE01", "TAPE02"):
-        files = {f"/contract/{tape.lower()}/{n}.root": bytes([n]) * (100 + n) for n in range(4)}
-        held += [Held(f.path, f.tape, f.position_bytes, f.size_bytes) for f in write_tape(tapes, tape, files)]
+        files = {f"/contract/{tape.lower()}/{n}.root": f"{tape}:{n};".encode() * (100 + n) for n in range(4)}
+        held += [
+            Held(f.path, f.tape, f.position_bytes, f.size_bytes, f"{zlib.adler32(files[f.path]):08x}")
+            for f in write_tape(tapes, tape, files)
+        ]
     disk.mkdir()
     gate = tmp_path / "time-passes"
     options = command_options(tapes, disk, ["--gate", str(gate)])
@@ -150,20 +162,35 @@ def command_harness(tmp_path: Path, clock: ManualClock) -> Harness:
         # A bounded wait on the adapter's own condition, not a sleep: True while programs still run.
         return not adapter.wait_idle(0.05)
 
-    return Harness("command", adapter, held, ["/contract/absent/a.root", "/contract/absent/b.root"], step)
+    absent = ["/contract/absent/a.root", "/contract/absent/b.root"]
+    return Harness("command", adapter, held, absent, step, _incoming(tmp_path))
 
 
 def simulated_harness(tmp_path: Path, clock: ManualClock) -> Harness:
     options = {
         "profile": "lto9",
         "drives": 2,
-        "catalogue": {"generate": {"seed": 7, "cartridges": 3, "files_per_cartridge": 4}},
+        # small files: the data-path tests write every byte
+        "catalogue": {
+            "generate": {
+                "seed": 7,
+                "cartridges": 3,
+                "files_per_cartridge": 4,
+                "size_model": "lognormal:200000:1",
+            }
+        },
     }
     adapter = build_simulated_adapter(options, clock)
     assert isinstance(adapter, SimulatedAdapter)
     catalogue = adapter.library.catalogue
     held = [
-        Held(entry.path, entry.tape, entry.position_bytes, entry.size_bytes)
+        Held(
+            entry.path,
+            entry.tape,
+            entry.position_bytes,
+            entry.size_bytes,
+            adapter.content.checksum(entry.path, entry.size_bytes),
+        )
         for tape in catalogue.tapes[:2]
         for entry in catalogue.on_tape(tape)
     ]
@@ -179,7 +206,14 @@ def simulated_harness(tmp_path: Path, clock: ManualClock) -> Harness:
             clock.set(when)
         return True
 
-    return Harness("simulated", adapter, held, ["/contract/absent/a.root", "/contract/absent/b.root"], step)
+    absent = ["/contract/absent/a.root", "/contract/absent/b.root"]
+    return Harness("simulated", adapter, held, absent, step, _incoming(tmp_path))
+
+
+def _incoming(tmp_path: Path) -> Path:
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    return incoming
 
 
 HARNESSES: dict[str, Callable[[Path, ManualClock], Harness]] = {

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import time
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from pathlib import Path
 
 from hsm_adapters.base import Batch, CancelResult, EventKind, Health, HsmAdapter, NotOnTape, OnTape, Unknown
 
@@ -38,7 +40,9 @@ def test_lookup_answers_every_path_in_order(harness: Harness):
 
     assert [result.path for result in results] == paths
     for held, result in ((first, results[0]), (other, results[2]), (first, results[3]), (second, results[4])):
-        assert result == OnTape(held.path, held.tape, held.position_bytes, held.size_bytes, on_disk=False)
+        assert result == OnTape(
+            held.path, held.tape, held.position_bytes, held.size_bytes, on_disk=False, checksum=held.checksum
+        )
     for result in (results[1], results[5]):
         assert isinstance(result, NotOnTape | Unknown)
         assert result.reason
@@ -189,3 +193,80 @@ def test_close_is_clean(harness: Harness):
     harness.adapter.submit(harness.batch("closing", tape, harness.on_tape(tape)))
     harness.adapter.close()
     harness.adapter.close()  # twice is fine
+
+
+# --- the data path: bytes at the destination ------------------------------------------------------------
+
+
+def adler32_of(path: Path) -> str:
+    return f"{zlib.adler32(path.read_bytes()):08x}"
+
+
+def test_bytes_written_at_the_destination_match_the_reported_checksum(harness: Harness, collector: Collector):
+    tape = harness.tapes()[0]
+    held = harness.on_tape(tape)
+    batch = harness.batch("bytes", tape, held, destinations=harness.incoming)
+    harness.adapter.submit(batch)
+
+    ends = settle(harness, collector, {file.key for file in batch.files})
+
+    for file, source in zip(batch.files, held, strict=True):
+        (end,) = ends[file.key]
+        assert end.kind is EventKind.FILE_STAGED, end
+        assert file.destination is not None
+        written = Path(file.destination)
+        assert written.stat().st_size == source.size_bytes
+        assert end.checksum == adler32_of(written) == source.checksum
+
+
+def test_no_destination_no_bytes(harness: Harness, collector: Collector):
+    tape = harness.tapes()[1]
+    held = harness.on_tape(tape)
+    batch = harness.batch("accounting", tape, held)
+    harness.adapter.submit(batch)
+
+    ends = settle(harness, collector, {file.key for file in batch.files})
+
+    assert all(events[0].kind is EventKind.FILE_STAGED for events in ends.values())
+    assert list(harness.incoming.iterdir()) == [], "a file without a destination is recalled without bytes"
+    for file, source in zip(batch.files, held, strict=True):
+        assert ends[file.key][0].checksum in (None, source.checksum)
+
+
+def test_an_evicted_file_is_staged_again(harness: Harness, collector: Collector):
+    tape = harness.tapes()[0]
+    first = harness.on_tape(tape)[0]
+    batch = harness.batch("before", tape, [first], destinations=harness.incoming)
+    harness.adapter.submit(batch)
+    settle(harness, collector, {batch.files[0].key})
+    assert batch.files[0].destination is not None
+    Path(batch.files[0].destination).unlink()  # carousel removes its copy, then tells the back-end
+
+    harness.adapter.evict([first.path])
+    harness.adapter.evict([])  # nothing to say is fine
+
+    (looked_up,) = harness.adapter.lookup([first.path])
+    assert isinstance(looked_up, OnTape) and not looked_up.on_disk
+    again = harness.batch("after", tape, [first], destinations=harness.incoming)
+    harness.adapter.submit(again)
+    (end,) = settle(harness, collector, {again.files[0].key})[again.files[0].key]
+    assert end.kind is EventKind.FILE_STAGED
+    assert again.files[0].destination is not None
+    assert end.checksum == adler32_of(Path(again.files[0].destination)) == first.checksum
+
+
+def test_a_failing_write_is_a_retryable_failure(harness: Harness, collector: Collector):
+    tape = harness.tapes()[1]
+    held = harness.on_tape(tape)[:2]
+    gone = harness.incoming / "gone"  # the destination's directory is not there (removed under the adapter)
+    batch = harness.batch("unwritable", tape, held, destinations=gone)
+    harness.adapter.submit(batch)
+
+    ends = settle(harness, collector, {file.key for file in batch.files})
+
+    for file in batch.files:
+        (end,) = ends[file.key]
+        assert end.kind is EventKind.FILE_FAILED, end
+        assert end.retryable
+        assert end.reason is not None and str(file.destination) in end.reason
+    assert not gone.exists(), "the adapter does not make carousel's directories"

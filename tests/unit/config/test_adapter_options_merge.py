@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from carousel.config import CONFIG_FILE_ENV, default_adapter_options, load_settings
-from hsm_adapters.simulated.adapter import parse_options
+from hsm_adapters.simulated.adapter import GenerateOptions, parse_options
 
 
 @pytest.fixture(autouse=True)
@@ -32,15 +32,17 @@ def test_one_nested_variable_keeps_every_other_default(monkeypatch: pytest.Monke
     assert parsed.catalogue.generate.cartridges == defaults["catalogue"]["generate"]["cartridges"]
 
 
-def test_a_deep_variable_merges_at_its_depth(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_catalogue_given_replaces_the_default_one_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A seed of one's own merged into the demo library's size model would be a library nobody described:
+    # the keys a catalogue leaves out take the generator's defaults.
     monkeypatch.setenv("CAROUSEL_ADAPTER_OPTIONS__CATALOGUE__GENERATE__SEED", "7")
-    generate = parse_options(load_settings().adapter_options).catalogue.generate
-    assert generate is not None
-    assert generate.seed == 7
-    assert (
-        generate.files_per_cartridge
-        == default_adapter_options()["catalogue"]["generate"]["files_per_cartridge"]
-    )
+    monkeypatch.setenv("CAROUSEL_ADAPTER_OPTIONS__DRIVES", "2")
+    options = load_settings().adapter_options
+    assert options["catalogue"] == {"generate": {"seed": 7}}
+    parsed = parse_options(options)
+    assert parsed.catalogue.generate == GenerateOptions(seed=7)
+    assert parsed.catalogue.generate != GenerateOptions(**default_adapter_options()["catalogue"]["generate"])
+    assert (parsed.drives, parsed.profile) == (2, default_adapter_options()["profile"])
 
 
 def test_toml_and_environment_merge_with_each_other_and_the_defaults(
@@ -52,9 +54,7 @@ def test_toml_and_environment_merge_with_each_other_and_the_defaults(
     monkeypatch.setenv("CAROUSEL_ADAPTER_OPTIONS__SCALE", "50")
     parsed = parse_options(load_settings().adapter_options)
     assert (parsed.drives, parsed.scale, parsed.profile) == (3, 50.0, default_adapter_options()["profile"])
-    assert parsed.catalogue.generate is not None
-    assert parsed.catalogue.generate.cartridges == 9
-    assert parsed.catalogue.generate.seed == default_adapter_options()["catalogue"]["generate"]["seed"]
+    assert parsed.catalogue.generate == GenerateOptions(cartridges=9)
 
 
 def test_a_csv_catalogue_replaces_the_generated_default(

@@ -8,6 +8,7 @@ import os
 import select
 import sys
 import threading
+import zlib
 from pathlib import Path
 
 import pytest
@@ -98,10 +99,10 @@ def test_stage_copies_each_file_and_reports_it_in_order(library, clock, adapters
         assert event.at == clock.now(), "timestamps come from the injected clock"
         on_disk = library.disk / file.path.lstrip("/")
         assert on_disk.read_bytes() == (library.tapes / TAPE / file.path.lstrip("/")).read_bytes()
-    assert adapter.lookup([batch.files[0].path]) == [
-        OnTape(
-            batch.files[0].path, TAPE, batch.files[0].position_bytes, batch.files[0].size_bytes, on_disk=True
-        )
+    first = batch.files[0]
+    checksum = f"{zlib.adler32((library.tapes / TAPE / first.path.lstrip('/')).read_bytes()):08x}"
+    assert adapter.lookup([first.path]) == [
+        OnTape(first.path, TAPE, first.position_bytes, first.size_bytes, on_disk=True, checksum=checksum)
     ]
 
 
@@ -115,7 +116,7 @@ def test_a_wrapper_may_say_more_and_wrong_things_are_ignored(tmp_path, clock, ad
         "    sys.exit(9)\n"
         "keys = [json.loads(line)['key'] for line in sys.stdin]\n"
         "say = lambda **kw: print(json.dumps(kw), flush=True)\n"
-        "say(key=keys[0], status='STAGED', bytes=5, checksum='adler32:1234')\n"
+        "say(key=keys[0], status='STAGED', bytes=5, note='adler32:1234')\n"
         "say(key='not-in-the-batch', status='STAGED')\n"
         "say(key=keys[0], status='FAILED', reason='too late')\n"
         "say(key=keys[1], status='FAILED', reason='tape damaged', retryable=False)\n"
@@ -595,7 +596,9 @@ def test_the_request_reaching_the_program_is_what_carousel_asked(tmp_path, clock
     ends(adapter)
     seen = json.loads(record.read_text())
     assert seen["argv"] == ["--tape=T 1", "b-7", "express", "{literal}"]
-    assert seen["lines"] == [{"key": "k", "path": odd_path, "position_bytes": 123, "size_bytes": 456}]
+    assert seen["lines"] == [
+        {"key": "k", "path": odd_path, "position_bytes": 123, "size_bytes": 456, "destination": None}
+    ]
 
 
 def test_a_flood_of_garbage_is_logged_in_a_few_lines(tmp_path, clock, adapters, caplog):

@@ -28,10 +28,11 @@ def line(**fields: object) -> str:
 
 
 def test_lookup_answers_of_each_kind():
-    assert parse_lookup_line(
-        1, line(**ON_TAPE, on_disk=True, checksum="extra is ignored")
-    ) == LookupOnTapeLine(
+    assert parse_lookup_line(1, line(**ON_TAPE, on_disk=True, note="extra is ignored")) == LookupOnTapeLine(
         path="/p", status="ON_TAPE", tape="T1", position_bytes=10, size_bytes=5, on_disk=True
+    )
+    assert parse_lookup_line(1, line(**ON_TAPE, checksum="0A1b2C3d")) == LookupOnTapeLine(
+        path="/p", status="ON_TAPE", tape="T1", position_bytes=10, size_bytes=5, checksum="0A1b2C3d"
     )
     assert parse_lookup_line(2, line(path="/q", status="NOT_ON_TAPE")) == LookupNotOnTapeLine(
         path="/q", status="NOT_ON_TAPE", reason="the HSM holds no tape copy", on_disk=False
@@ -96,3 +97,13 @@ def test_requests_are_one_json_object_per_line_whatever_the_path_holds():
     lines = data.decode().split("\n")
     assert lines[-1] == "" and len(lines) == 3
     assert [json.loads(text)["path"] for text in lines[:2]] == [odd, "/plain"]
+
+
+def test_a_checksum_is_eight_hex_digits_or_the_line_is_bad():
+    staged = {"key": "k", "status": "STAGED", "bytes": 5}
+    assert parse_stage_line(1, line(**staged, checksum="deadBEEF")) == StageFileLine(
+        key="k", status="STAGED", bytes=5, checksum="deadBEEF"
+    )
+    for wrong in ("adler32:1234", "1234", "deadbeef0", "ghijklmn", 123):
+        bad = parse_stage_line(1, line(**staged, checksum=wrong))
+        assert isinstance(bad, BadLine) and "checksum" in bad.problem, wrong

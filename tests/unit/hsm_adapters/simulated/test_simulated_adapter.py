@@ -22,6 +22,7 @@ from hsm_adapters.base import (
 )
 from hsm_adapters.simulated.adapter import SimulatedAdapter, build_simulated_adapter
 from hsm_adapters.simulated.catalogue import CatalogueEntry
+from hsm_adapters.simulated.content import GeneratedContent
 
 SCALE = 100.0
 
@@ -74,7 +75,8 @@ def test_lookup_answers_from_the_catalogue(clock: ManualClock) -> None:
     adapter = make_adapter(clock)
     entry = entries(adapter, 2)[3]
     on_tape, missing = adapter.lookup([entry.path, "/star/none/T99999/1.root"])
-    assert on_tape == OnTape(entry.path, entry.tape, entry.position_bytes, entry.size_bytes)
+    checksum = generated_checksum(entry.path, entry.size_bytes)
+    assert on_tape == OnTape(entry.path, entry.tape, entry.position_bytes, entry.size_bytes, False, checksum)
     assert isinstance(missing, NotOnTape)
     assert missing.reason == "not in the library"
 
@@ -223,7 +225,8 @@ def test_catalogue_from_csv(clock: ManualClock, tmp_path: Path) -> None:
         "path,size_bytes,tape,position_bytes\n/a/1.root,1000,TAPE01,0\n/a/2.root,2000,TAPE01,1000\n"
     )
     adapter = make_adapter(clock, catalogue=str(csv))
-    assert adapter.lookup(["/a/2.root"]) == [OnTape("/a/2.root", "TAPE01", 1000, 2000)]
+    checksum = generated_checksum("/a/2.root", 2000)
+    assert adapter.lookup(["/a/2.root"]) == [OnTape("/a/2.root", "TAPE01", 1000, 2000, False, checksum)]
 
 
 def test_publishes_the_library_costs_of_its_physics(clock: ManualClock) -> None:
@@ -268,3 +271,7 @@ def test_a_sink_that_calls_back_still_sees_events_in_order(clock: ManualClock) -
     kinds = [(e.kind, e.file_key) for e in received]
     assert (EventKind.FILE_CANCELLED, "f2") in kinds and (EventKind.FILE_STAGED, "f1") in kinds
     assert (EventKind.FILE_STARTED, "f2") not in kinds
+
+
+def generated_checksum(path: str, size: int) -> str:
+    return GeneratedContent().checksum(path, size)
