@@ -198,8 +198,10 @@ def admit_plan(plan: Plan, snapshot: Snapshot) -> Plan:
     for selection in plan.selections:
         tape_mean = mean.get(selection.tape, 0.0) if selection.tape is not None else smallest_mean
         if budget <= 0 or tape_mean > budget:
-            if selection.tape is not None:
-                waiting[selection.tape] = BUFFER_FULL
+            # a selection of any tape held back holds back every tape no other selection serves
+            held = [selection.tape] if selection.tape is not None else list(files)
+            served = {s.tape for s in plan.selections if s is not selection}
+            waiting.update({tape: BUFFER_FULL for tape in held if tape not in served})
             continue
         kept.append(selection)
         count = (

@@ -106,3 +106,10 @@ def test_a_full_buffer_holds_every_tape_back() -> None:
     cut = admit_plan(plan, _snapshot(admissible=0))
     assert cut.selections == ()
     assert cut.waiting == {"T1": BUFFER_FULL, "T2": BUFFER_FULL}
+
+
+def test_a_selection_of_any_tape_held_back_holds_back_every_tape() -> None:
+    plan = Plan(selections=(Selection(None, 6),))
+    cut = admit_plan(plan, _snapshot(admissible=0))
+    assert cut.selections == ()
+    assert cut.waiting == {"T1": BUFFER_FULL, "T2": BUFFER_FULL}
