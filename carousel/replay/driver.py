@@ -219,7 +219,7 @@ def replay(
         clock.set(EPOCH + timedelta(seconds=now_s))
         events = adapter.poll_events()
         feed.observe_events(events, clock.now())
-        store.apply(events)
+        store.apply(events, clock.now())
         while arrived < len(rows) and rows[arrived].arrival_s <= now_s:
             row = rows[arrived]
             store.add(
@@ -270,7 +270,7 @@ def replay(
     while (t := _clock_seconds(library.next_event_time(), config.time_scale)) is not None:
         # a clock keeps microseconds: round up, or the library would stay just short of its event
         clock.set(max(clock.now(), EPOCH + timedelta(microseconds=math.ceil(t * 1e6))))
-        store.apply(adapter.poll_events())
+        store.apply(adapter.poll_events(), clock.now())
     return ReplayResult(
         config=config,
         setup=setup,

@@ -17,10 +17,10 @@ import bisect
 import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from carousel.completion.read_end import read_end
-from carousel.domain.buffer import BufferLimits, fitting
+from carousel.domain.buffer import BufferLimits, epoch_s, fitting
 from carousel.domain.completion import Counted, RetryRule, holds_attempt, read_ended
 from carousel.domain.planning import GroupDemand, GroupUsage, ReadOrder, Selection, TapeDemand, TapeInFlight
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand, Reading, split_mount_time
@@ -113,6 +113,7 @@ class MemoryQueueStore:
         self.buffer = MemoryBuffer(buffer, lambda file_id: self.files[file_id - 1].path) if buffer else None
         self.release_after_s = release_after_s
         self._holds: list[float | None] = []  # per row: how long its client holds the file once staged
+        self._applied_at: datetime | None = None
         self.track_usage = track_usage
         self.usage_window_s = usage_window_s
         self.files: list[_File] = []
@@ -167,7 +168,7 @@ class MemoryQueueStore:
             # on disk already: answered at once, as intake does (and the file is pinned for this row too)
             outcome.state, outcome.start, outcome.end = FileState.STAGED, at, at
             if buffer is not None:
-                buffer.touched(file.id, at, at + timedelta(seconds=self._hold(row)))
+                buffer.touched(file.id, at, pin_end(at, self._hold(row)))
             return row
         file = _File(
             id=len(self.files) + 1,
@@ -270,7 +271,10 @@ class MemoryQueueStore:
 
     # --- completion ---------------------------------------------------------------------------------------
 
-    def apply(self, events: Iterable[Event]) -> None:
+    def apply(self, events: Iterable[Event], now: datetime | None = None) -> None:
+        """The library's events, applied at `now` (None: each at its own time). As the service's completion,
+        a staged file lands in the buffer, and is pinned, when its event is applied."""
+        self._applied_at = now
         for event in events:
             kind = event.kind
             if kind is EventKind.MOUNTED:
@@ -329,8 +333,9 @@ class MemoryQueueStore:
         file.state = state
         self._active -= 1
         if self.buffer is not None and state is FileState.STAGED:
+            landed = self._applied_at or at
             held = max((self._hold(row) for row in file.waiters), default=0.0)
-            self.buffer.landed(file.id, file.size, at, at + timedelta(seconds=held))
+            self.buffer.landed(file.id, file.size, landed, pin_end(landed, held))
         for row in file.waiters:
             outcome = self.rows[row]
             outcome.state, outcome.start, outcome.end = state, file.started_at, at
@@ -538,6 +543,11 @@ class MemoryQueueStore:
                 seconds = max(0.0, (min(end, now) - max(mount.mounted, since)).total_seconds())
                 spans.append((seconds, mount.started_by_group))
         return split_mount_time(spans)
+
+
+def pin_end(at: datetime, hold_s: float) -> datetime:
+    """A pin's end as the service keeps it: whole epoch seconds of `at`, plus the time held."""
+    return datetime.fromtimestamp(epoch_s(at), UTC) + timedelta(seconds=hold_s)
 
 
 def _claimed(file: _File) -> ClaimedFile:
