@@ -11,6 +11,7 @@ was chosen keeps its bytes (carousel.db.buffer_queries.mark_evicted).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 import structlog
 from sqlalchemy.orm import Session, sessionmaker
@@ -18,7 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from carousel.buffer.layout import BufferLayout, UnsafePath
 from carousel.db import buffer_queries as q
 from carousel.db.engine import run_transaction
-from carousel.domain.buffer import epoch_s
+from carousel.domain.buffer import BufferLimits, BufferUsage, epoch_s, least_recently_used
 from carousel.domain.clock import Clock
 from hsm_adapters.base import HsmAdapter
 
@@ -60,16 +61,7 @@ class BufferUpkeep:
 
     def evict_unpinned(self, report: UpkeepReport, limit: int) -> list[str]:
         """Up to `limit` files no pin holds leave the buffer, least recently used first; their paths."""
-        now_s = epoch_s(self.clock.now())
-
-        def evict(session: Session) -> list[q.OnDisk]:
-            chosen = q.unpinned_on_disk(session, now_s, limit)
-            gone = q.mark_evicted(session, chosen, now_s, unless_pinned=True)
-            for file in gone:
-                self._remove(file.path)
-            return gone
-
-        gone = run_transaction(self.session_factory, evict)
+        gone = self.evict_least_recently_used(limit)
         paths = [file.path for file in gone]
         if paths:
             report.evicted += len(gone)
@@ -80,6 +72,23 @@ class BufferUpkeep:
             except Exception as exc:  # the library's own count of disk copies: a courtesy, never a blocker
                 log.warning("adapter evict failed", files=len(paths), error=str(exc))
         return paths
+
+    def evict_least_recently_used(self, limit: int, bytes_needed: int | None = None) -> list[q.OnDisk]:
+        """Files no pin holds leave the buffer, least recently used first: up to `limit` of them, or (with
+        `bytes_needed`) the first ones whose bytes reach it. The library is not told here."""
+        now_s = epoch_s(self.clock.now())
+
+        def evict(session: Session) -> list[q.OnDisk]:
+            chosen = q.unpinned_on_disk(session, now_s, limit)
+            if bytes_needed is not None:
+                keep = {f.id for f in least_recently_used(((f, f.size_bytes) for f in chosen), bytes_needed)}
+                chosen = [f for f in chosen if f.id in keep]
+            gone = q.mark_evicted(session, chosen, now_s, unless_pinned=True)
+            for file in gone:
+                self._remove(file.path)
+            return gone
+
+        return run_transaction(self.session_factory, evict)
 
     def check_page(self, report: UpkeepReport) -> None:
         page = run_transaction(
@@ -110,3 +119,32 @@ class BufferUpkeep:
             pass
         except OSError as exc:
             log.warning("could not delete evicted bytes", path=path, error=exc.strerror or str(exc))
+
+
+class LiveBuffer:
+    """The service's buffer as the planning path sees it (carousel.scheduler.buffer_keeper.BufferKeeper):
+    usage from the database, eviction through the upkeep (rows and bytes in one transaction)."""
+
+    def __init__(self, limits: BufferLimits, upkeep: BufferUpkeep) -> None:
+        self._limits = limits
+        self.upkeep = upkeep
+
+    @property
+    def limits(self) -> BufferLimits:
+        return self._limits
+
+    def usage(self, now: datetime) -> BufferUsage:
+        return run_transaction(self.upkeep.session_factory, lambda session: q.usage(session, epoch_s(now)))
+
+    def evict(self, bytes_needed: int, now: datetime) -> list[str]:
+        gone: list[q.OnDisk] = []
+        freed = 0
+        while freed < bytes_needed:  # a page at a time; ends when nothing unpinned is left
+            page = self.upkeep.evict_least_recently_used(EVICTIONS_PER_CYCLE, bytes_needed - freed)
+            if not page:
+                break
+            gone.extend(page)
+            freed += sum(file.size_bytes for file in page)
+        if gone:
+            log.info("evicted from the buffer to make room", files=len(gone), bytes=freed)
+        return [file.path for file in gone]

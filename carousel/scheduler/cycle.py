@@ -38,12 +38,12 @@ from carousel.db.engine import run_transaction
 from carousel.db.leader_lock import LeaderLock, leader_lock_for
 from carousel.db.lock_order import lock_links_and_files
 from carousel.db.transient_errors import database_unavailable
-from carousel.domain.buffer import Pinning
+from carousel.domain.buffer import BufferLimits, BufferView, Pinning
 from carousel.domain.clock import Clock
 from carousel.domain.completion import RetryRule
 from carousel.domain.planning import LibraryCosts, Plan
 from carousel.domain.states import NOT_ON_TAPE
-from carousel.scheduler.buffer_upkeep import BufferUpkeep, UpkeepReport
+from carousel.scheduler.buffer_upkeep import BufferUpkeep, LiveBuffer, UpkeepReport
 from carousel.scheduler.feed import FeedControl, FeedSettings
 from carousel.scheduler.inflight import InFlightWatch
 from carousel.scheduler.live_snapshot import LibraryState, library_state, live_queue_store, live_snapshot
@@ -105,8 +105,16 @@ class CycleReport:
     batches_submitted: int = 0
     files_submitted: int = 0
     returned_to_queue: int = 0  # claimed, but the adapter refused the batch
+    buffer_space: BufferView | None = None  # the disk buffer at snapshot time (None: no buffer)
+    waiting_for_space: int = 0  # queued files of tapes waiting for space in the disk buffer
+    evicted_files: int = 0  # evicted from the buffer to make room for this cycle's hand-over
     elapsed_s: float = 0.0
     errors: list[str] = field(default_factory=list)
+
+
+def buffer_limits(settings: Settings) -> BufferLimits:
+    buffer = settings.buffer
+    return BufferLimits(buffer.capacity_bytes, buffer.high_watermark, buffer.low_watermark)
 
 
 class Cycle:
@@ -153,6 +161,9 @@ class Cycle:
             max_files_per_cycle=settings.max_files_per_cycle,
             costs=costs if costs is not None else published_costs(adapter),
             destination=self._destination if self.buffer is not None else None,
+            buffer=None
+            if self.buffer_upkeep is None
+            else LiveBuffer(buffer_limits(settings), self.buffer_upkeep),
         )
         self.retry = RetryRule(max_attempts=settings.max_attempts, backoff_s=settings.retry_backoff_s)
         self.event_stream = event_stream_name(adapter)
@@ -239,7 +250,14 @@ class Cycle:
         self.path.max_files_per_cycle = max(budget.files, 1)
         if self.policy_source is not None:
             self.policy = self.path.policy = self.policy_source()
-        snapshot = live_snapshot(self.store, self.adapter, self.clock, costs=self.path.costs, library=library)
+        snapshot = live_snapshot(
+            self.store,
+            self.adapter,
+            self.clock,
+            costs=self.path.costs,
+            library=library,
+            buffer=self.path.buffer,
+        )
         dispatch = self.path.dispatch(snapshot, submit=budget.files > 0)
         report.plan = self.feed.after_pass(dispatch, budget, self.clock.now())
         if budget.stalled_since is not None:
@@ -256,6 +274,9 @@ class Cycle:
         report.batches_submitted = dispatch.batches_submitted
         report.files_submitted = dispatch.files_submitted
         report.returned_to_queue = dispatch.returned_to_queue
+        report.buffer_space = dispatch.snapshot.buffer
+        report.waiting_for_space = dispatch.waiting_for_space
+        report.evicted_files = dispatch.evicted_files
         report.errors.extend(dispatch.errors)
 
     # --- events -------------------------------------------------------------------------------------------
