@@ -23,6 +23,14 @@ from carousel.intake import staged_bytes as case
 
 router = APIRouter(tags=["staged files"])
 
+
+class StagedFileResponse(FileResponse):
+    """A file streamed in 1 MiB reads (Starlette's 64 KiB make each read, and each pass through the
+    middleware, cost more than its bytes: a sixth of the throughput on the benchmark, docs/benchmarks.md)."""
+
+    chunk_size = 1024 * 1024
+
+
 CHECKSUM_ALGORITHM = "adler32"
 
 
@@ -87,6 +95,6 @@ def read_staged_file(
     headers: dict[str, str] = {}
     if found.checksum is not None and wants_adler32(request.headers.get("want-digest")):
         headers["Digest"] = f"{CHECKSUM_ALGORITHM}={found.checksum}"
-    return FileResponse(
+    return StagedFileResponse(
         found.file, headers=headers, media_type="application/octet-stream", content_disposition_type="inline"
     )
