@@ -53,14 +53,21 @@ def pinned(now_s: int) -> ColumnElement[bool]:
     )
 
 
+_IN_CHUNK = 2_000  # bound parameters per statement stay well under SQLite's limit
+
+
 def files_to_land(session: Session, file_ids: Sequence[int]) -> dict[int, ToLand]:
     in_flight = FILES.c.state.in_(sorted(s.value for s in FILE_IN_FLIGHT))
-    rows = session.execute(
-        select(FILES.c.id, FILES.c.path, in_flight, FILES.c.size_bytes, FILES.c.checksum).where(
-            FILES.c.id.in_(sorted(set(file_ids)))
+    ids = sorted(set(file_ids))
+    found: dict[int, ToLand] = {}
+    for start in range(0, len(ids), _IN_CHUNK):
+        rows = session.execute(
+            select(FILES.c.id, FILES.c.path, in_flight, FILES.c.size_bytes, FILES.c.checksum).where(
+                FILES.c.id.in_(ids[start : start + _IN_CHUNK])
+            )
         )
-    )
-    return {row[0]: ToLand(row[0], row[1], bool(row[2]), row[3], row[4]) for row in rows}
+        found.update((row[0], ToLand(row[0], row[1], bool(row[2]), row[3], row[4])) for row in rows)
+    return found
 
 
 def on_disk_of_path(session: Session, path: str) -> tuple[int, str, bool, str | None] | None:
