@@ -144,6 +144,15 @@ def mark_missing(session: Session, file_id: int) -> bool:
     return result.first() is not None
 
 
+def forget_copies_outside_buffer(session: Session) -> int:
+    """With the buffer on, a file is on disk only while its bytes are in the buffer: rows marked on disk from
+    before (the buffer off, or a library's own copy) are not. How many were put right."""
+    result = session.execute(
+        update(FILES).where(FILES.c.on_disk.is_(True), FILES.c.disk_used_at.is_(None)).values(on_disk=False)
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
 def usage(session: Session, now_s: int) -> BufferUsage:
     """Bytes in the buffer, pinned among them, and reserved for files in flight."""
     size = func.coalesce(func.sum(FILES.c.size_bytes), 0)
