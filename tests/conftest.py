@@ -29,4 +29,6 @@ def clock() -> ManualClock:
 def _data_dir_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("CAROUSEL_DATA_DIR", str(tmp_path_factory.mktemp("data-dir")))
+        # simulated test catalogues hold multi-GB files: no bytes unless a test turns the buffer on
+        patch.setenv("CAROUSEL_BUFFER__ENABLED", "false")
         yield

@@ -93,6 +93,8 @@ def submit(
         activity=body.activity,
         alias=body.alias,
         colocation=body.colocation,
+        lifetimes=() if body.lifetime is None else (body.lifetime,) * len(body.paths),
+        lifetime_field="lifetime",
     )
     limits = context.settings.limits
     webhooks = context.settings.webhooks
@@ -107,6 +109,7 @@ def submit(
         max_files=limits.max_files_per_request_native,
         max_path_bytes=limits.max_path_length,
         quota=queue_quota(context.settings),
+        buffer=context.settings.buffer,
     )
     webhook_id = None
     if body.webhook is not None:
@@ -202,13 +205,19 @@ def release(
     paths = body.paths if body is not None else None
     limits = context.settings.limits
     release_case.release_request(
-        session, context.clock, caller, request_id, paths, max_path_bytes=limits.max_path_length
+        session,
+        context.clock,
+        caller,
+        request_id,
+        paths,
+        max_path_bytes=limits.max_path_length,
+        buffer_on=context.settings.buffer.enabled,
     )
     return _summary_out(status_case.summary(session, caller, request_id))
 
 
 @router.delete("/requests/{request_id}", status_code=200, response_class=Response)
 def delete(request_id: RequestId, context: Context, session: DbSession, caller: CurrentCaller) -> Response:
-    cancel_case.delete(session, context.clock, caller, request_id)
+    cancel_case.delete(session, context.clock, caller, request_id, buffer_on=context.settings.buffer.enabled)
     after_commit(session, partial(context.status_cache.invalidate, request_id))
     return Response(status_code=200)

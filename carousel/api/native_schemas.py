@@ -42,6 +42,11 @@ class SubmitIn(_Strict):
     webhook: WebhookIn | None = Field(
         default=None, description="a URL to tell when the request is done (docs/api.md, Webhooks)"
     )
+    lifetime: int | str | None = Field(
+        default=None,
+        description="how long to keep each file on disk once staged: seconds or an ISO 8601 duration "
+        "(PT1H, P1D); default and maximum in the settings (buffer.default_lifetime_s, max_lifetime_s)",
+    )
 
     @field_validator("alias")
     @classmethod
@@ -96,7 +101,7 @@ class RequestOut(BaseModel):
 class OutlookWaitOut(BaseModel):
     code: str = Field(
         description="not_worth_mounting_yet, no_free_drive, group_over_share, library_offline, retry_pending,"
-        " tape_unknown, not_projected or waiting (the policy's words say which)"
+        " buffer_full, tape_unknown, not_projected or waiting (the policy's words say which)"
     )
     files: int = Field(description="files of the request waiting for this reason")
     reason: str = Field(description="the policy's own words, for the tape holding most of these files")
@@ -151,6 +156,7 @@ class FileOut(BaseModel):
     error: str | None
     started_at: datetime | None
     finished_at: datetime | None
+    checksum: str | None = Field(default=None, description="adler32, 8 hex digits, when known")
 
     @classmethod
     def of(cls, f: FileStatus) -> FileOut:
@@ -161,6 +167,7 @@ class FileOut(BaseModel):
             error=f.error,
             started_at=f.started_at,
             finished_at=f.finished_at,
+            checksum=f.checksum,
         )
 
 

@@ -100,6 +100,8 @@ def stage(
         list_field="files",
         path_field="files[{}].path",
         client_info=client_info[:CLIENT_INFO_MAX] if client_info else None,
+        lifetimes=tuple(f.diskLifetime for f in body.files),
+        lifetime_field="files[{}].diskLifetime",
     )
     limits = context.settings.limits
     submitted = submit_case.submit(
@@ -111,6 +113,7 @@ def stage(
         max_files=limits.max_files_per_request_tape_rest,
         max_path_bytes=limits.max_path_length,
         quota=queue_quota(context.settings),
+        buffer=context.settings.buffer,
     )
     request_id = submitted.request_id
     after_commit(session, partial(service_metrics(request).submitted, Api.TAPE_REST, submitted.files_total))
@@ -168,7 +171,7 @@ def cancel(
 
 @router.delete("/stage/{request_id}", status_code=200, response_class=Response)
 def delete(request_id: str, context: Context, session: DbSession, caller: CurrentCaller) -> Response:
-    cancel_case.delete(session, context.clock, caller, request_id)
+    cancel_case.delete(session, context.clock, caller, request_id, buffer_on=context.settings.buffer.enabled)
     after_commit(session, partial(context.status_cache.invalidate, request_id))
     return Response(status_code=200)
 
@@ -186,6 +189,7 @@ def release(
         request_id,
         body.paths,
         max_path_bytes=context.settings.limits.max_path_length,
+        buffer_on=context.settings.buffer.enabled,
     )
     return Response(status_code=200)
 
@@ -208,6 +212,7 @@ def archive_info(
         max_paths=limits.max_archiveinfo_paths,
         max_path_bytes=limits.max_path_length,
         grants=caller.grants,
+        buffer_on=context.settings.buffer.enabled,
     )
     answer = [
         {"path": e.path, "locality": e.locality.value}

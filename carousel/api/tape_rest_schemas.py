@@ -16,7 +16,8 @@ class _Lenient(BaseModel):
 
 class StageFileIn(_Lenient):
     path: str
-    # Accepted and not acted on: disk copies here live until released, whatever lifetime is asked for.
+    # how long to keep the file on disk once staged: seconds or an ISO 8601 duration (PT1H, P1D), checked
+    # by the intake (carousel.intake.lifetimes) so a bad one is a 400 naming files[i].diskLifetime
     diskLifetime: Any = None  # noqa: N815 (the standard's spelling)
     targetedMetadata: Any = None  # noqa: N815 (metadata for other endpoints is ignored)
 

@@ -19,8 +19,9 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.api.app import create_app
+from carousel.buffer.layout import BufferLayout, BufferUnwritable
 from carousel.cli.console import CliFailure, err, out
-from carousel.config import Settings
+from carousel.config import Settings, buffer_directory
 from carousel.db.engine import make_session_factory, open_database, printable_url
 from carousel.domain.clock import Clock, SystemClock
 from carousel.logging import configure_logging
@@ -49,17 +50,34 @@ class Parts:
     adapter: HsmAdapter
     clock: Clock
     metrics: ServiceMetrics  # one registry for the process: its API's and its scheduler's figures
+    buffer: BufferLayout | None = None  # the disk buffer, when it is on (docs/data-path.md)
+
+
+def prepared_buffer(settings: Settings) -> BufferLayout | None:
+    """The disk buffer, its directories made and proved writable; a one-line failure naming the one that is
+    not. None when the buffer is off."""
+    if not settings.buffer.enabled:
+        return None
+    layout = BufferLayout.at(buffer_directory(settings))
+    try:
+        layout.prepare()
+    except BufferUnwritable as exc:
+        raise CliFailure(str(exc)) from exc
+    return layout
 
 
 @contextmanager
 def service_parts(settings: Settings) -> Iterator[Parts]:
     configure_logging(settings.log_format, settings.log_level)
+    buffer = prepared_buffer(settings)
     engine = open_database(settings)
     try:
         clock = SystemClock()
         adapter = build_adapter(settings.adapter, settings.adapter_options, clock)
         try:
-            yield Parts(settings, engine, make_session_factory(engine), adapter, clock, ServiceMetrics())
+            yield Parts(
+                settings, engine, make_session_factory(engine), adapter, clock, ServiceMetrics(), buffer
+            )
         finally:
             adapter.close()
     finally:

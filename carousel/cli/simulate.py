@@ -65,9 +65,27 @@ def simulate(
             " files per cycle, retries, recovery pace, liveness watch, fair-share window and read timeouts.",
         ),
     ] = False,
+    buffer_bytes: Annotated[
+        int | None,
+        typer.Option(
+            "--buffer-bytes",
+            min=1,
+            help="Model a disk buffer of this many bytes (accounting only: the replay writes no bytes).",
+        ),
+    ] = None,
+    release_after: Annotated[
+        float,
+        typer.Option(
+            "--release-after",
+            min=0.0,
+            help="With --buffer-bytes: seconds after staging that clients release each file (a trace's"
+            " release_after_s column wins).",
+        ),
+    ] = 0.0,
 ) -> None:
     """Replay a trace on the simulated library's virtual clock with the service's own planning code."""
     from carousel.config import load_settings  # noqa: PLC0415
+    from carousel.domain.buffer import BufferLimits  # noqa: PLC0415
     from carousel.replay.driver import ReplayConfig, replay, with_service_settings  # noqa: PLC0415
     from carousel.replay.library_setup import load_library_file  # noqa: PLC0415
     from carousel.replay.outputs import compare_row, write_compare, write_outputs  # noqa: PLC0415
@@ -98,12 +116,16 @@ def simulate(
             config = with_service_settings(config, settings)
         if cycle_interval is not None:  # given on the command line: it wins
             config = replace(config, cycle_interval_s=cycle_interval)
+        if buffer_bytes is not None:
+            config = replace(config, buffer=BufferLimits(buffer_bytes), release_after_s=release_after)
         result = replay(loaded, config)
         summary = write_outputs(result, out / name if compare is not None else out)
         rows.append(compare_row(summary))
     if compare is not None:
         write_compare(rows, out / "compare.csv")
     _show(rows, out)
+    if buffer_bytes is not None:
+        Console(highlight=False).print(f"buffer: accounting only ({buffer_bytes} bytes, no bytes written)")
 
 
 def _inputs(

@@ -28,6 +28,7 @@ from carousel.completion.read_end import read_end
 from carousel.db import completion_bulk as bulk
 from carousel.db import completion_queries as q
 from carousel.db.lock_order import lock_links_and_files
+from carousel.domain.buffer import Pinning
 from carousel.domain.completion import Completion, Counted, FileNow, RetryRule, holds_attempt, read_ended
 from carousel.domain.states import FileMove, FileState
 from hsm_adapters.base import Event, EventKind
@@ -50,8 +51,15 @@ class CompletionReport:
 
 
 def apply_events(
-    session: Session, adapter: str, events: Sequence[Event], retry: RetryRule
+    session: Session,
+    adapter: str,
+    events: Sequence[Event],
+    retry: RetryRule,
+    pinning: Pinning | None = None,
 ) -> CompletionReport:
+    """With `pinning` (the disk buffer is on) a staged file's bytes are in the buffer: the file is marked on
+    disk from pinning.now and each request waiting for it gets its pin (carousel.completion.landing has
+    landed the bytes, or turned the event into a failure)."""
     report = CompletionReport()
     done = q.applied_seqs(session, adapter, {e.seq for e in events})
     fresh: list[Event] = []
@@ -64,7 +72,7 @@ def apply_events(
     file_ids = [int(e.file_key) for e in fresh if e.file_key and e.file_key.isdigit()]
     lock_links_and_files(session, file_ids)
     files = bulk.files_now(session, file_ids)
-    writes = _Writes()
+    writes = _Writes(pinning)
     for event in fresh:
         _apply_one(session, event, retry=retry, report=report, files=files, writes=writes)
     writes.flush(session)
@@ -78,7 +86,8 @@ class _Writes:
     Written kind by kind in the order of a recall's life (started before finished), which is their event
     order: a file starts before it ends, and ends once in one library."""
 
-    def __init__(self) -> None:
+    def __init__(self, pinning: Pinning | None) -> None:
+        self.pinning = pinning
         self.recalls_started: list[dict[str, Any]] = []
         self.files_started: list[dict[str, Any]] = []
         self.recalls_finished: list[dict[str, Any]] = []
@@ -93,7 +102,7 @@ class _Writes:
         bulk.recalls_finished(session, self.recalls_finished)
         for (tape, drive), (count, size) in self.mount_reads.items():
             bulk.mount_reads(session, tape, drive, count, size)
-        bulk.files_staged(session, self.files_staged)
+        bulk.files_staged(session, self.files_staged, self.pinning)
         for pending in (self.recalls_started, self.files_started, self.recalls_finished, self.files_staged):
             pending.clear()
         self.mount_reads.clear()
@@ -156,7 +165,7 @@ def _apply_one(
             counted[1] += event.bytes
         report.bytes_staged += event.bytes
         if completion.move is not None:
-            writes.files_staged.append({"b_file": file.id, "b_at": event.at})
+            writes.files_staged.append({"b_file": file.id, "b_at": event.at, "b_checksum": event.checksum})
             files[file.id] = replace(file, state=completion.move.target, wanted=False)
         _count(report, completion, event)
         return

@@ -136,6 +136,41 @@ class Quotas(BaseModel):
     group_burst: int = Field(default=1000, gt=0)
 
 
+GIB = 1024**3
+DAY_S = 86_400
+BUFFER_DIR = "buffer"  # the disk buffer's default directory, in data_dir
+
+
+class BufferSettings(BaseModel):
+    """The disk buffer staged files land on (docs/data-path.md). Admission fills it up to high_watermark of
+    its capacity; eviction frees it down to low_watermark. Off: files are recalled without bytes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    # None: <data_dir>/buffer. Its sibling <directory>.incoming holds files being written.
+    directory: Path | None = None
+    capacity_bytes: int = Field(default=4 * GIB, gt=0)
+    high_watermark: float = Field(default=0.95, gt=0, le=1)
+    low_watermark: float = Field(default=0.85, ge=0, le=1)
+    default_lifetime_s: int = Field(default=DAY_S, gt=0)  # a pin when the client names no lifetime
+    max_lifetime_s: int = Field(default=7 * DAY_S, gt=0)  # longer lifetimes asked for are cut to this
+    evict_on_release: bool = True  # a file no pin holds any more leaves the disk at once
+
+    @field_validator("directory", mode="before")
+    @classmethod
+    def _directory_is_absolute(cls, value: Any) -> Any:
+        return absolute_dir(value) if isinstance(value, str | os.PathLike) else value
+
+    @model_validator(mode="after")
+    def _watermarks_in_order(self) -> BufferSettings:
+        if self.low_watermark > self.high_watermark:
+            raise ValueError("low_watermark must not be above high_watermark")
+        if self.default_lifetime_s > self.max_lifetime_s:
+            raise ValueError("default_lifetime_s must not be above max_lifetime_s")
+        return self
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="CAROUSEL_",
@@ -201,6 +236,7 @@ class Settings(BaseSettings):
     outlook_refresh_s: float = Field(default=10.0, gt=0)
 
     limits: Limits = Field(default_factory=Limits)
+    buffer: BufferSettings = Field(default_factory=BufferSettings)  # see docs/data-path.md
     quotas: Quotas = Field(default_factory=Quotas)
     # Callers without credentials act as the user "anonymous". Off: every call needs authentication.
     anonymous: bool = True
@@ -285,6 +321,11 @@ def load_settings(**overrides: Any) -> Settings:
         raise ConfigError(f"setting {key}: {first['msg']}") from exc
     except ValueError as exc:  # a TOML file that does not parse
         raise ConfigError(f"settings: {exc}") from exc
+
+
+def buffer_directory(settings: Settings) -> Path:
+    """Where staged files land: the buffer's directory as set, else `buffer` in data_dir."""
+    return settings.buffer.directory or settings.data_dir / BUFFER_DIR
 
 
 def library_time_scale(settings: Settings) -> float:

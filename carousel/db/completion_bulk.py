@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from carousel.db.models import Mount, QueuedFileRow, Recall, RequestFile, StageRequest
 from carousel.db.state_sets import one_of
 from carousel.db.webhook_queries import enqueue_deliveries
+from carousel.domain.buffer import Pinning
 from carousel.domain.completion import FileNow
 from carousel.domain.states import FILE_IN_FLIGHT, STAGE, FileState, LinkState, RequestState
 
@@ -115,23 +116,36 @@ def mount_reads(session: Session, tape: str, drive: str | None, files: int, byte
     )
 
 
-def files_staged(session: Session, rows: Sequence[dict[str, Any]]) -> None:
-    """rows: b_file, b_at. In-flight files become STAGED and on disk; their pending links COMPLETED; requests
-    with no pending link left DONE, completed when their last file ended."""
+def files_staged(session: Session, rows: Sequence[dict[str, Any]], pinning: Pinning | None = None) -> None:
+    """rows: b_file, b_at, b_checksum (None keeps the file's). In-flight files become STAGED and on disk;
+    their pending links COMPLETED; requests with no pending link left DONE, completed when their last file
+    ended. With `pinning` (the disk buffer is on) the files' bytes are in the buffer from pinning.now, and
+    each link completed holds a pin for its lifetime from then."""
     if not rows:
         return
+    in_buffer: dict[str, Any] = {} if pinning is None else {"disk_used_at": pinning.now}
     _many(
         session,
         update(F)
         .where(F.id == bindparam("b_file"), one_of(F.state, STAGE.sources))
-        .values(state=STAGE.target.value, finished_at=bindparam("b_at"), error=None, on_disk=True),
+        .values(
+            state=STAGE.target.value,
+            finished_at=bindparam("b_at"),
+            error=None,
+            on_disk=True,
+            checksum=func.coalesce(bindparam("b_checksum"), F.checksum),
+            **in_buffer,
+        ),
         rows,
     )
+    pins: dict[str, Any] = {}
+    if pinning is not None:
+        pins["pin_until_s"] = pinning.now_s + func.coalesce(L.lifetime_s, pinning.default_lifetime_s)
     _many(
         session,
         update(L)
         .where(L.file_id == bindparam("b_file"), L.state == LinkState.PENDING.value)
-        .values(state=LinkState.COMPLETED.value, error=None, finished_at=bindparam("b_at")),
+        .values(state=LinkState.COMPLETED.value, error=None, finished_at=bindparam("b_at"), **pins),
         rows,
     )
     request_ids: set[str] = set()

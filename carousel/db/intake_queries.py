@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session
 from carousel.db.models import QueuedFileRow, RequestAlias, RequestFile, StageRequest, UtcDateTime
 from carousel.db.state_sets import quoted, values
 from carousel.db.webhook_queries import enqueue_deliveries
+from carousel.domain.buffer import epoch_s
 from carousel.domain.states import (
     ABANDON,
     ASK_AGAIN,
@@ -77,6 +78,8 @@ class NewFile(NamedTuple):
     size_bytes: int | None
     error: str | None
     on_disk: bool
+    checksum: str | None = None  # adler32 the library gave in its lookup
+    lifetime_s: int | None = None  # how long the request wants the file kept on disk once staged
 
 
 def insert_request(
@@ -128,12 +131,13 @@ def request_of_alias(session: Session, alias: str) -> StageRequest | None:
 _SOURCE = {
     "postgresql": """(SELECT r->>0 AS path, CAST(r->>1 AS integer) AS ordinal, r->>2 AS state, r->>3 AS tape,
         CAST(r->>4 AS bigint) AS position_bytes, CAST(r->>5 AS bigint) AS size_bytes, r->>6 AS error,
-        CAST(r->>7 AS boolean) AS on_disk
+        CAST(r->>7 AS boolean) AS on_disk, r->>8 AS checksum, CAST(r->>9 AS integer) AS lifetime_s
         FROM json_array_elements(CAST(:rows AS json)) AS e(r)) AS t""",
     "sqlite": """(SELECT json_extract(value, '$[0]') AS path, json_extract(value, '$[1]') AS ordinal,
         json_extract(value, '$[2]') AS state, json_extract(value, '$[3]') AS tape,
         json_extract(value, '$[4]') AS position_bytes, json_extract(value, '$[5]') AS size_bytes,
-        json_extract(value, '$[6]') AS error, json_extract(value, '$[7]') AS on_disk
+        json_extract(value, '$[6]') AS error, json_extract(value, '$[7]') AS on_disk,
+        json_extract(value, '$[8]') AS checksum, json_extract(value, '$[9]') AS lifetime_s
         FROM json_each(:rows)) AS t""",
 }
 
@@ -152,9 +156,9 @@ def _on_requeue(column: str, value: str) -> str:
 
 _UPSERT_FILES = f"""
 INSERT INTO files (path, state, tape, position_bytes, size_bytes, service_class, grp, priority, attempts,
-                   error, queued_at, finished_at, on_disk)
+                   error, queued_at, finished_at, on_disk, checksum)
 SELECT t.path, t.state, t.tape, t.position_bytes, t.size_bytes, 'default', :grp, :priority, 0,
-       t.error, :now, CASE WHEN t.state IN ({quoted(FILE_TERMINAL)}) THEN :now END, t.on_disk
+       t.error, :now, CASE WHEN t.state IN ({quoted(FILE_TERMINAL)}) THEN :now END, t.on_disk, t.checksum
 FROM {{source}}
 WHERE true
 ORDER BY t.path
@@ -182,18 +186,25 @@ ON CONFLICT (path) DO UPDATE SET
     {_on_requeue("submitted_at", "NULL")},
     {_on_requeue("started_at", "NULL")},
     {_on_requeue("finished_at", "NULL")},
-    {_on_requeue("on_disk", "false")}
+    {_on_requeue("on_disk", "false")},
+    {_on_requeue("checksum", "COALESCE(excluded.checksum, files.checksum)")}
 """
 
-# Each link starts from its file as the upsert left it: on disk -> COMPLETED, not on tape -> FAILED.
+# Each link starts from its file as the upsert left it: on disk -> COMPLETED (its pin from now), not on tape
+# -> FAILED.
 _LINK_COLUMNS = """
 SELECT :request_id, t.ordinal, f.id, t.path,
        CASE WHEN f.state = 'STAGED' AND f.on_disk THEN 'COMPLETED'
             WHEN f.state = 'FAILED' THEN 'FAILED' ELSE 'PENDING' END,
        CASE WHEN f.state = 'FAILED' THEN f.error END,
-       CASE WHEN (f.state = 'STAGED' AND f.on_disk) OR f.state = 'FAILED' THEN :now END
+       CASE WHEN (f.state = 'STAGED' AND f.on_disk) OR f.state = 'FAILED' THEN :now END,
+       t.lifetime_s,
+       CASE WHEN f.state = 'STAGED' AND f.on_disk THEN :now_s + t.lifetime_s END
 """
-_INSERT_LINKS = "INSERT INTO request_files (request_id, ordinal, file_id, path, state, error, finished_at)"
+_INSERT_LINKS = (
+    "INSERT INTO request_files (request_id, ordinal, file_id, path, state, error, finished_at, lifetime_s,"
+    " pin_until_s)"
+)
 
 # PostgreSQL does both in one statement: the upsert's RETURNING feeds the links (no second parse, no
 # second index lookup per path).
@@ -233,19 +244,37 @@ def queue_files(
         return
     dialect = session.get_bind().dialect.name
     params = {"rows": _source_rows(files), "grp": group, "priority": priority, "now": now}
+    now_s = epoch_s(now)
     timestamp = bindparam("now", type_=UtcDateTime())
     if dialect == "postgresql":
         # The upsert sorts its rows by path (the lock order); give the sort room to stay in memory.
         session.execute(text("SET LOCAL work_mem = '64MB'"))
-        session.execute(text(_QUEUE_POSTGRESQL).bindparams(timestamp), {**params, "request_id": request_id})
+        session.execute(
+            text(_QUEUE_POSTGRESQL).bindparams(timestamp),
+            {**params, "request_id": request_id, "now_s": now_s},
+        )
     elif dialect == "sqlite":
         upsert, link = _QUEUE_SQLITE
         session.execute(text(upsert).bindparams(timestamp), params)
         session.execute(
-            text(link).bindparams(timestamp), {"rows": params["rows"], "request_id": request_id, "now": now}
+            text(link).bindparams(timestamp),
+            {"rows": params["rows"], "request_id": request_id, "now": now, "now_s": now_s},
         )
     else:
         raise RuntimeError(f"carousel supports PostgreSQL and SQLite, not {dialect}")
+
+
+def touch_files_of_request(session: Session, request_id: str, now: datetime) -> None:
+    """The request's files already in the disk buffer become the most recently used (eviction takes the
+    least recently used first)."""
+    session.execute(
+        update(FILES)
+        .where(
+            FILES.c.id.in_(select(LINKS.c.file_id).where(LINKS.c.request_id == request_id)),
+            FILES.c.disk_used_at.is_not(None),
+        )
+        .values(disk_used_at=now)
+    )
 
 
 # --- requests ---------------------------------------------------------------------------------------------
@@ -434,6 +463,7 @@ def link_status_query(request_id: str) -> Select[Any]:
             ).label("started_at"),
             case((pending, FILES.c.finished_at), else_=LINKS.c.finished_at).label("finished_at"),
             and_(FILES.c.state == FileState.STAGED.value, FILES.c.on_disk).label("on_disk"),
+            FILES.c.checksum,
         )
         .select_from(LINKS.join(FILES, FILES.c.id == LINKS.c.file_id))
         .where(LINKS.c.request_id == request_id)

@@ -21,6 +21,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -105,6 +106,13 @@ class QueuedFileRow(Base):
         Index("ix_files_state_queued_at", "state", "queued_at", "id"),
         # files backing off after a failed read (few): the snapshot subtracts them from the tape queues
         Index("ix_files_not_before", "not_before"),
+        # eviction's question: files in the buffer, least recently used first (only those on disk)
+        Index(
+            "ix_files_disk_used_at",
+            "disk_used_at",
+            postgresql_where=text("disk_used_at IS NOT NULL"),
+            sqlite_where=text("disk_used_at IS NOT NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
@@ -128,6 +136,10 @@ class QueuedFileRow(Base):
     started_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     on_disk: Mapped[bool] = mapped_column(default=False)
+    checksum: Mapped[str | None] = mapped_column(String(8), default=None)  # adler32, 8 lower-case hex digits
+    # NOT NULL exactly while the file's bytes are in the disk buffer: when they landed or were last read or
+    # asked for (eviction takes the least recently used first). With the buffer on, on_disk follows it.
+    disk_used_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
 
 
 class TapeQueueKind(StrEnum):
@@ -188,6 +200,10 @@ class RequestFile(Base):
     error: Mapped[str | None] = mapped_column(Text, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     released_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    lifetime_s: Mapped[int | None] = mapped_column(Integer, default=None)  # as asked, cut to the maximum
+    # the pin this link holds on its file's disk copy lasts to this epoch second (set when the bytes land
+    # or when the link joins a file already on disk)
+    pin_until_s: Mapped[int | None] = mapped_column(BigInteger, default=None)
 
 
 class Mount(Base):

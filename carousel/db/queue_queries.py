@@ -22,6 +22,7 @@ from carousel.db.lock_order import lock_files
 from carousel.db.models import QueuedFileRow, Recall, RequestFile, StageRequest, TapeQueue, TapeQueueKind
 from carousel.db.state_sets import one_of, values
 from carousel.db.tape_queue_queries import chunks, fold_deltas
+from carousel.domain.buffer import fitting
 from carousel.domain.planning import GroupDemand, ReadOrder, Selection, TapeDemand, TapeInFlight
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand
 from carousel.domain.states import (
@@ -186,20 +187,27 @@ def _candidates(selection: Selection, now: datetime, *columns: InstrumentedAttri
     return query.limit(selection.max_files).with_for_update(skip_locked=True)
 
 
-def claim(session: Session, selection: Selection, claim_key: str, now: datetime) -> list[ClaimedFile]:
-    """Moves up to selection.max_files due QUEUED files to CLAIMED under claim_key; the selection's order."""
-    if selection.max_files <= 0:
+def claim(
+    session: Session, selection: Selection, claim_key: str, now: datetime, *, byte_budget: int | None = None
+) -> list[ClaimedFile]:
+    """Moves up to selection.max_files due QUEUED files to CLAIMED under claim_key; the selection's order.
+    `byte_budget` (the disk buffer's room) is hard: the claim stops at the first file that does not fit."""
+    if selection.max_files <= 0 or (byte_budget is not None and byte_budget <= 0):
         return []
     returning = (F.id, F.path, F.tape, F.position_bytes, F.size_bytes, F.service_class, F.queued_at)
     stamp = update(F).values(state=CLAIM.target.value, batch_key=claim_key, claimed_at=now)
-    if selection.max_bytes is None:
+    if selection.max_bytes is None and byte_budget is None:
         wanted = _candidates(selection, now, F.id).scalar_subquery()
         rows = session.execute(stamp.where(F.id.in_(wanted)).returning(*returning)).all()
     else:
         # A byte budget needs a running sum, which PostgreSQL refuses beside FOR UPDATE: lock the candidates,
         # cut the list here, then stamp what fits.
         locked = session.execute(_candidates(selection, now, F.id, F.size_bytes)).all()
-        ids = _within_bytes(locked, selection.max_bytes)
+        ids = [file_id for file_id, _ in locked]
+        if selection.max_bytes is not None:
+            ids = _within_bytes(locked, selection.max_bytes)
+        if byte_budget is not None:
+            ids = ids[: fitting(locked[: len(ids)], byte_budget)]
         rows = session.execute(stamp.where(F.id.in_(ids)).returning(*returning)).all() if ids else []
     files = [
         ClaimedFile(

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
+from carousel.domain.buffer import BufferView
+
 
 @dataclass(frozen=True, slots=True)
 class GroupDemand:
@@ -141,6 +143,9 @@ class Snapshot:
     in_flight: int = 0  # files handed to the HSM and not finished, all tapes
     in_flight_tapes: tuple[TapeInFlight, ...] = ()  # per tape, by tape id
     usage: tuple[GroupUsage, ...] = ()  # drive time per group, by group name (fair share accounting)
+    # the disk buffer the library stages into: its free space, so a policy can prefer tapes whose work fits;
+    # None when the buffer is off (no limit on what is handed over)
+    buffer: BufferView | None = None
 
 
 class ReadOrder(StrEnum):

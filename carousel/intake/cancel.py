@@ -69,13 +69,17 @@ def cancel(
     q.finish_request_if_done(session, request.id, now)
 
 
-def delete(session: Session, clock: Clock, caller: Caller, request_id: str) -> None:
-    """Cancel what is left, give up the request's disk copies, and hide it from its owner."""
+def delete(
+    session: Session, clock: Clock, caller: Caller, request_id: str, *, buffer_on: bool = False
+) -> None:
+    """Cancel what is left, give up the request's disk copies (its pins, with the disk buffer on: the
+    scheduler evicts what no pin holds), and hide it from its owner."""
     require_some_stage_scope(caller.grants, "delete")
     request = owned_request(session, caller, request_id)
     now = clock.now()
     file_ids = q.cancel_links(session, request.id, None, now)
     q.settle_abandoned_files(session, file_ids, now)
     released = q.release_links(session, owner=caller.name, request_id=request.id, paths=None, now=now)
-    q.drop_unwanted_disk_copies(session, released)
+    if not buffer_on:
+        q.drop_unwanted_disk_copies(session, released)
     q.mark_request_deleted(session, request.id, now)

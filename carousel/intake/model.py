@@ -33,6 +33,10 @@ class StageOrder:
     client_info: str | None = None
     alias: str | None = None  # another name the client will use for the request (XRootD's request id)
     colocation: str | None = None  # a hint: stage these files together, near this path
+    # how long each path should stay on disk once staged, as the client gave it (parallel to paths; empty:
+    # none given); lifetime_field names one in errors, a format string taking its index
+    lifetimes: tuple[object, ...] = ()
+    lifetime_field: str = "lifetime"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +47,7 @@ class FileStatus:
     error: str | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    checksum: str | None = None  # adler32 (8 hex digits), once the library or the staged bytes gave it
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Release: the caller no longer needs the disk copies of these files.
+"""Release: the caller no longer needs the disk copies of these files: its pins on them are dropped.
 
 An id that names none of the caller's live requests (gfal2 sends `gfal2-placeholder-id` when its user gave
 none) releases the paths in every request of the caller: release is about files, and a client that lost
@@ -29,6 +29,7 @@ def release(
     *,
     field: str = "paths",
     max_path_bytes: int,
+    buffer_on: bool = False,
 ) -> None:
     require_some_stage_scope(caller.grants, "release")
     known = find_owned_request(session, caller, request_id) is not None
@@ -40,7 +41,7 @@ def release(
     file_ids = q.release_links(
         session, owner=caller.name, request_id=request_id if known else None, paths=paths, now=now
     )
-    q.drop_unwanted_disk_copies(session, file_ids)
+    _after_release(session, file_ids, buffer_on)
 
 
 def release_request(
@@ -52,6 +53,7 @@ def release_request(
     *,
     field: str = "paths",
     max_path_bytes: int,
+    buffer_on: bool = False,
 ) -> None:
     """Release files of one of the caller's requests (None: all of them); an unknown id is not found."""
     require_some_stage_scope(caller.grants, "release")
@@ -60,4 +62,12 @@ def release_request(
     file_ids = q.release_links(
         session, owner=caller.name, request_id=request.id, paths=paths, now=clock.now()
     )
-    q.drop_unwanted_disk_copies(session, file_ids)
+    _after_release(session, file_ids, buffer_on)
+
+
+def _after_release(session: Session, file_ids: list[int], buffer_on: bool) -> None:
+    """Without the disk buffer a file nobody wants is marked off disk here. With it, the links released no
+    longer pin their files, and the scheduler's buffer upkeep evicts a file no pin holds (with
+    evict_on_release at its next cycle, else when space is needed): one process deletes bytes."""
+    if not buffer_on:
+        q.drop_unwanted_disk_copies(session, file_ids)

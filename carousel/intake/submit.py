@@ -14,12 +14,15 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from carousel.buffer.landing import normalised_checksum
+from carousel.config import BufferSettings
 from carousel.db import intake_queries as q
 from carousel.domain.callers import Caller
 from carousel.domain.clock import Clock
 from carousel.domain.errors import Conflict, InvalidInput, TooLarge
 from carousel.domain.grants import require_group, require_stage
 from carousel.domain.states import FileState
+from carousel.intake.lifetimes import lifetime_seconds
 from carousel.intake.model import StageOrder
 from carousel.intake.paths import normalise_paths
 from carousel.intake.quota import QueueQuota, admit
@@ -48,15 +51,66 @@ def _lookup(adapter: HsmAdapter, paths: Sequence[str]) -> list[LookupResult]:
     return results
 
 
-def _new_file(ordinal: int, path: str, answer: LookupResult) -> q.NewFile:
+def _new_file(
+    ordinal: int, path: str, answer: LookupResult, lifetime_s: int, *, buffer_on: bool
+) -> q.NewFile:
+    """How a new recall of `path` starts. With the disk buffer on, a disk copy the library keeps is not one
+    clients can read here: the file is recalled into the buffer."""
     if isinstance(answer, OnTape):
-        state = FileState.STAGED if answer.on_disk else FileState.QUEUED
+        on_disk = answer.on_disk and not buffer_on
+        state = FileState.STAGED if on_disk else FileState.QUEUED
+        checksum = _checksum(answer.checksum)
         return q.NewFile(
-            path, ordinal, state, answer.tape, answer.position_bytes, answer.size_bytes, None, answer.on_disk
+            path,
+            ordinal,
+            state,
+            answer.tape,
+            answer.position_bytes,
+            answer.size_bytes,
+            None,
+            on_disk,
+            checksum,
+            lifetime_s,
         )
     if isinstance(answer, NotOnTape):
-        return q.NewFile(path, ordinal, FileState.FAILED, None, None, None, answer.reason, False)
-    return q.NewFile(path, ordinal, FileState.UNRESOLVED, None, None, None, answer.reason, False)
+        return q.NewFile(
+            path, ordinal, FileState.FAILED, None, None, None, answer.reason, False, None, lifetime_s
+        )
+    return q.NewFile(
+        path, ordinal, FileState.UNRESOLVED, None, None, None, answer.reason, False, None, lifetime_s
+    )
+
+
+def _checksum(given: str | None) -> str | None:
+    """The library's adler32 as 8 hex digits; one it gives malformed is not kept (the bytes give it)."""
+    try:
+        return normalised_checksum(given)
+    except ValueError:
+        log.warning("lookup gave a malformed checksum: %r", given)
+        return None
+
+
+def lifetimes_of(
+    order: StageOrder, paths: Sequence[str], buffer: BufferSettings, *, max_path_bytes: int
+) -> list[int]:
+    """Each distinct path's lifetime in seconds (the longest asked for a path named twice), checked before
+    anything is written."""
+    if not order.lifetimes:
+        default = lifetime_seconds(
+            None, field=order.lifetime_field, default_s=buffer.default_lifetime_s, max_s=buffer.max_lifetime_s
+        )
+        return [default] * len(paths)
+    if len(order.lifetimes) != len(order.paths):
+        raise ValueError("a stage order's lifetimes must match its paths")
+    by_path: dict[str, int] = {}
+    normalised = normalise_paths(order.paths, max_bytes=max_path_bytes, field=order.path_field)
+    for index, (path, value) in enumerate(zip(normalised, order.lifetimes, strict=True)):
+        field = order.lifetime_field.format(index)
+        seconds = lifetime_seconds(
+            value, field=field, default_s=buffer.default_lifetime_s, max_s=buffer.max_lifetime_s
+        )
+        by_path[path] = max(seconds, by_path.get(path, 0))
+    return [by_path[path] for path in paths]
 
 
 def validated_paths(order: StageOrder, *, max_files: int, max_path_bytes: int) -> list[str]:
@@ -82,10 +136,13 @@ def submit(
     max_files: int,
     max_path_bytes: int,
     quota: QueueQuota | None = None,
+    buffer: BufferSettings | None = None,
 ) -> Submitted:
     """Queue the order. Nothing is written when the order is refused: bad input (400, 413), a path or a
     group the caller's credential does not allow (403), a queue quota reached (429)."""
     paths = validated_paths(order, max_files=max_files, max_path_bytes=max_path_bytes)
+    buffer = buffer or BufferSettings(enabled=False)
+    lifetimes = lifetimes_of(order, paths, buffer, max_path_bytes=max_path_bytes)
     require_stage(caller.grants, paths, field=order.list_field)
     group = order.group or caller.default_group
     require_group(caller.grants, caller.groups, group)
@@ -94,7 +151,10 @@ def submit(
     if order.alias is not None and q.request_of_alias(session, order.alias) is not None:
         raise Conflict(f"alias {order.alias!r} already names a request", field="alias")
     answers = _lookup(adapter, paths)
-    found = [_new_file(i, path, answer) for i, (path, answer) in enumerate(zip(paths, answers, strict=True))]
+    found = [
+        _new_file(i, path, answer, lifetime, buffer_on=buffer.enabled)
+        for i, (path, answer, lifetime) in enumerate(zip(paths, answers, lifetimes, strict=True))
+    ]
 
     now = clock.now()
     request_id = str(uuid.uuid4())
@@ -114,5 +174,7 @@ def submit(
     if order.alias is not None:
         q.insert_alias(session, order.alias, request_id)
     q.queue_files(session, request_id, found, group=group, priority=order.priority, now=now)
+    if buffer.enabled:  # files already on disk that this request joins become the most recently used
+        q.touch_files_of_request(session, request_id, now)
     q.finish_request_if_done(session, request_id, now)
     return Submitted(request_id, len(paths))

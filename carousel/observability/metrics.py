@@ -105,6 +105,24 @@ class ServiceMetrics:
             ["outcome"],
             registry=r,
         )
+        self.buffer_bytes = Gauge(
+            "carousel_buffer_bytes",
+            "The disk buffer at the last cycle's snapshot: capacity, on_disk (pinned or not), pinned,"
+            " reserved (files claimed or with the library), free (below the high watermark, now)",
+            ["kind"],
+            registry=r,
+        )
+        self.buffer_waiting_files = Gauge(
+            "carousel_buffer_waiting_files",
+            "Queued files of tapes waiting for space in the disk buffer at the last cycle (buffer_full)",
+            registry=r,
+        )
+        self.buffer_evictions = Counter(
+            "carousel_buffer_evictions",
+            "Files evicted from the disk buffer: unpinned, least recently used first, to make room for a"
+            " hand-over or at once on release (evict_on_release)",
+            registry=r,
+        )
         for outcome in ("delivered", "retrying", "failed", "lost_lease"):
             self.webhook_deliveries.labels(outcome=outcome)  # every series from the start, at 0
         self._database: DatabaseCollector | None = None
@@ -152,6 +170,24 @@ class ServiceMetrics:
         self.bytes_read.inc(bytes_read)
         self.read_timeouts.inc(report.read_timeouts)
         self.hsm_stalled.set(1 if report.stalled_since is not None else 0)
+        self._observe_buffer(report)
         if report.health is not None:
             for state in Health:
                 self.hsm_health.labels(state=state.value).set(1 if state is report.health else 0)
+
+    def _observe_buffer(self, report: CycleReport) -> None:
+        if report.buffer is not None:  # the upkeep's evictions: on release, or lifetimes over
+            self.buffer_evictions.inc(report.buffer.evicted)
+        buffer = report.buffer_space
+        if buffer is None:
+            return
+        for kind, value in (
+            ("capacity", buffer.capacity_bytes),
+            ("on_disk", buffer.on_disk_bytes),
+            ("pinned", buffer.pinned_bytes),
+            ("reserved", buffer.reserved_bytes),
+            ("free", buffer.free_bytes),
+        ):
+            self.buffer_bytes.labels(kind=kind).set(value)
+        self.buffer_waiting_files.set(report.waiting_for_space)
+        self.buffer_evictions.inc(report.evicted_files)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from carousel.domain.buffer import admit_plan
 from carousel.domain.planning import (
     GroupDemand,
     LibraryCosts,
@@ -329,7 +330,7 @@ def project(
 ) -> Projection:
     """The next cycle's plan and the passes that follow it, per tape. `plan` is a policy's plan method on a
     policy instance of the projection's own (policies may keep memos between plans)."""
-    first = plan(snapshot)
+    first = admit_plan(plan(snapshot), snapshot)  # as the cycle cuts it: tapes that wait for buffer space
     library = snapshot.library
     costs = library.costs
     note: str | None = None

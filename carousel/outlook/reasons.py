@@ -1,9 +1,10 @@
 """Why a file waits, as a stable code next to the policy's own words.
 
-Policies explain each tape they leave waiting in a sentence (`Plan.waiting`); users and programs want a
-word they can test. The sentences are sorted by the phrases the built-in policies use
-(tests/unit/outlook/test_reasons.py runs each policy to keep them in step), plus the one the cycle itself
-gives every tape while the library is stalled. A sentence no phrase matches is `waiting`, with its words.
+Policies explain each tape they leave waiting in a sentence (`Plan.waiting`); users and programs want a word
+they can test. The sentences are sorted by the phrases the built-in policies use
+(tests/unit/outlook/test_reasons.py runs each policy to keep them in step), plus the ones the cycle itself
+gives: every tape while the library is stalled, and tapes whose work waits for space in the disk buffer. A
+sentence no phrase matches is `waiting`, with its words.
 """
 
 from __future__ import annotations
@@ -18,13 +19,18 @@ class WaitCode(StrEnum):
     LIBRARY_OFFLINE = "library_offline"
     LIBRARY_STALLED = "library_stalled"  # online, but nothing started or finished for too long (the cycle's)
     RETRY_PENDING = "retry_pending"  # a read failed; the next attempt waits for a new mount
+    BUFFER_FULL = "buffer_full"  # the disk buffer has no room for its bytes until clients release files
     WAITING = "waiting"  # another reason of the policy's: its words say which
 
 
 # (phrase, code), first match wins; phrases of policies/*.py
 _PHRASES: tuple[tuple[str, WaitCode], ...] = (
     ("library is offline", WaitCode.LIBRARY_OFFLINE),
-    ("library not progressing", WaitCode.LIBRARY_STALLED),  # carousel.scheduler.liveness.stalled_reason
+    ("library not progressing", WaitCode.LIBRARY_STALLED),
+    (
+        "space in the disk buffer",
+        WaitCode.BUFFER_FULL,
+    ),  # carousel.domain.buffer.BUFFER_FULL  # carousel.scheduler.liveness.stalled_reason
     ("share of the drives", WaitCode.GROUP_OVER_SHARE),
     ("holds its", WaitCode.GROUP_OVER_SHARE),  # cta: a group at its drive limit
     ("failed on", WaitCode.RETRY_PENDING),

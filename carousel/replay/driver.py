@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from carousel.config import Settings
+from carousel.domain.buffer import BufferLimits
 from carousel.domain.clock import ManualClock
 from carousel.domain.completion import RetryRule
 from carousel.domain.errors import ConfigError
@@ -78,6 +79,10 @@ class ReplayConfig:
     # attempt fails after factor x its read time + margin, as in the service
     read_timeout_factor: float = 3.0
     read_timeout_margin_s: float = 600.0
+    # the disk buffer, accounting only (the replay writes no bytes); None: no buffer, nothing limits admission
+    buffer: BufferLimits | None = None
+    # how long after its file is staged a client releases it (unless its trace row says): the pin's length
+    release_after_s: float = 0.0
 
 
 def with_service_settings(config: ReplayConfig, settings: Settings) -> ReplayConfig:
@@ -163,6 +168,8 @@ def replay(
         raise ConfigError(f"cycle interval must be positive, got {config.cycle_interval_s}")
     if config.time_scale <= 0:
         raise ConfigError(f"time scale must be positive, got {config.time_scale}")
+    if not config.release_after_s >= 0:
+        raise ConfigError(f"release_after_s must be a number of seconds >= 0, got {config.release_after_s}")
     policy = build_policy(config.policy, config.policy_options)  # first: a bad option is the policy's error
     built = replay_library(trace, config, policy)
     profile, physics, setup, library = built.profile, built.physics, built.setup, built.library
@@ -172,6 +179,8 @@ def replay(
         RetryRule(config.max_attempts, config.retry_backoff_s),
         track_usage="fair_share" in config.policy_options,
         usage_window_s=config.fair_share_window_s,
+        buffer=config.buffer,
+        release_after_s=config.release_after_s,
     )
     counter = itertools.count(1)
     path = PlanningPath(
@@ -182,6 +191,7 @@ def replay(
         max_files_per_cycle=config.max_files_per_cycle,
         costs=library_costs(physics).per_clock(config.time_scale),
         new_key=lambda: f"c{next(counter)}",
+        buffer=store.buffer,
     )
     feed = FeedControl(config.feed, max_files_per_cycle=config.max_files_per_cycle, costs=path.costs)
     read_timeouts = ReadTimeouts(
@@ -209,7 +219,7 @@ def replay(
         clock.set(EPOCH + timedelta(seconds=now_s))
         events = adapter.poll_events()
         feed.observe_events(events, clock.now())
-        store.apply(events)
+        store.apply(events, clock.now())
         while arrived < len(rows) and rows[arrived].arrival_s <= now_s:
             row = rows[arrived]
             store.add(
@@ -220,6 +230,7 @@ def replay(
                 group=row.group,
                 priority=row.priority,
                 at=EPOCH + timedelta(seconds=row.arrival_s),
+                hold_s=row.release_after_s,
             )
             arrived += 1
         if arrived == len(rows) and store.active == 0:
@@ -243,6 +254,7 @@ def replay(
             _clock_seconds(library.next_event_time(), config.time_scale),
             _seconds(dispatch.plan.wake_at),
             _seconds(store.next_due()),
+            _seconds(store.next_release()),  # a pin ends: the buffer may make room
             _seconds(feed.next_probe_at()),
             _timeout_check_after(read_timeouts, store, clock.now(), interval),
         ]
@@ -258,7 +270,7 @@ def replay(
     while (t := _clock_seconds(library.next_event_time(), config.time_scale)) is not None:
         # a clock keeps microseconds: round up, or the library would stay just short of its event
         clock.set(max(clock.now(), EPOCH + timedelta(microseconds=math.ceil(t * 1e6))))
-        store.apply(adapter.poll_events())
+        store.apply(adapter.poll_events(), clock.now())
     return ReplayResult(
         config=config,
         setup=setup,

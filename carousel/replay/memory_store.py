@@ -17,13 +17,15 @@ import bisect
 import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from carousel.completion.read_end import read_end
+from carousel.domain.buffer import BufferLimits, epoch_s, fitting
 from carousel.domain.completion import Counted, RetryRule, holds_attempt, read_ended
 from carousel.domain.planning import GroupDemand, GroupUsage, ReadOrder, Selection, TapeDemand, TapeInFlight
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand, Reading, split_mount_time
 from carousel.domain.states import CLAIM, FILE_ACTIVE, GIVE_BACK, HAND_OVER, FileState
+from carousel.replay.memory_buffer import MemoryBuffer
 from carousel.scheduler.queue_store import Claim
 from hsm_adapters.base import Event, EventKind
 
@@ -98,9 +100,20 @@ class MemoryQueueStore:
     """A QueueStore over memory, with intake and completion for the replay."""
 
     def __init__(
-        self, retry: RetryRule, *, track_usage: bool = False, usage_window_s: float = 86_400.0
+        self,
+        retry: RetryRule,
+        *,
+        track_usage: bool = False,
+        usage_window_s: float = 86_400.0,
+        buffer: BufferLimits | None = None,
+        release_after_s: float = 0.0,
     ) -> None:
         self.retry = retry
+        # the disk buffer, accounting only (no bytes): None plans as the service with its buffer off
+        self.buffer = MemoryBuffer(buffer, lambda file_id: self.files[file_id - 1].path) if buffer else None
+        self.release_after_s = release_after_s
+        self._holds: list[float | None] = []  # per row: how long its client holds the file once staged
+        self._applied_at: datetime | None = None
         self.track_usage = track_usage
         self.usage_window_s = usage_window_s
         self.files: list[_File] = []
@@ -131,11 +144,19 @@ class MemoryQueueStore:
         group: str,
         priority: int,
         at: datetime,
+        hold_s: float | None = None,
     ) -> int:
-        """A requester asks for a file at `at`; returns the row number its outcome is kept under."""
+        """A requester asks for a file at `at` and holds it `hold_s` once staged (None: the store's
+        release_after_s); returns the row number its outcome is kept under."""
         row = len(self.rows)
         outcome = RowOutcome()
         self.rows.append(outcome)
+        self._holds.append(hold_s)
+        buffer = self.buffer
+        if buffer is not None and not buffer.limits.fits_ever(size):
+            # intake refuses a file the buffer can never hold
+            outcome.state, outcome.start, outcome.end = FileState.FAILED, at, at
+            return row
         file = self._by_path.get(path)
         if file is not None and file.state in FILE_ACTIVE:
             file.waiters.append(row)
@@ -143,9 +164,11 @@ class MemoryQueueStore:
                 file.priority = priority
                 self._touch(file.tape)
             return row
-        if file is not None and file.state is FileState.STAGED:
-            # on disk already: answered at once, as intake does
+        if file is not None and file.state is FileState.STAGED and (buffer is None or buffer.holds(file.id)):
+            # on disk already: answered at once, as intake does (and the file is pinned for this row too)
             outcome.state, outcome.start, outcome.end = FileState.STAGED, at, at
+            if buffer is not None:
+                buffer.touched(file.id, at, pin_end(at, self._hold(row)))
             return row
         file = _File(
             id=len(self.files) + 1,
@@ -163,6 +186,14 @@ class MemoryQueueStore:
         self._active += 1
         self._enqueue(file)
         return row
+
+    def _hold(self, row: int) -> float:
+        hold = self._holds[row]
+        return self.release_after_s if hold is None else hold
+
+    def next_release(self) -> datetime | None:
+        """When the buffer's next pin ends (None without a buffer or a pin)."""
+        return self.buffer.next_release() if self.buffer is not None else None
 
     @property
     def active(self) -> int:
@@ -191,13 +222,22 @@ class MemoryQueueStore:
         )
 
     def claim(
-        self, selections: Sequence[Selection], new_key: Callable[[], str], now: datetime
+        self,
+        selections: Sequence[Selection],
+        new_key: Callable[[], str],
+        now: datetime,
+        *,
+        byte_budget: int | None = None,
     ) -> list[Claim]:
         self._release_due(now)
         claims: list[Claim] = []
+        left = byte_budget
         for selection in selections:
             key = new_key()
             chosen = self._choose(selection) if selection.max_files > 0 else []
+            if left is not None:
+                chosen = chosen[: fitting(((f.id, f.size) for f in chosen), left)]
+                left -= sum(f.size for f in chosen)
             for file in chosen:
                 self._unqueue(file)
                 file.state = CLAIM.target
@@ -231,7 +271,10 @@ class MemoryQueueStore:
 
     # --- completion ---------------------------------------------------------------------------------------
 
-    def apply(self, events: Iterable[Event]) -> None:
+    def apply(self, events: Iterable[Event], now: datetime | None = None) -> None:
+        """The library's events, applied at `now` (None: each at its own time). As the service's completion,
+        a staged file lands in the buffer, and is pinned, when its event is applied."""
+        self._applied_at = now
         for event in events:
             kind = event.kind
             if kind is EventKind.MOUNTED:
@@ -289,6 +332,10 @@ class MemoryQueueStore:
         self._reading.pop(file.id, None)
         file.state = state
         self._active -= 1
+        if self.buffer is not None and state is FileState.STAGED:
+            landed = self._applied_at or at
+            held = max((self._hold(row) for row in file.waiters), default=0.0)
+            self.buffer.landed(file.id, file.size, landed, pin_end(landed, held))
         for row in file.waiters:
             outcome = self.rows[row]
             outcome.state, outcome.start, outcome.end = state, file.started_at, at
@@ -383,6 +430,8 @@ class MemoryQueueStore:
         if counts[0] == 0:
             del tape.in_flight[file.group]
         self._in_flight += step
+        if self.buffer is not None:
+            self.buffer.reserved_bytes += step * file.size
         if tape.in_flight:
             self._flying[tape.name] = TapeInFlight(
                 tape.name,
@@ -494,6 +543,11 @@ class MemoryQueueStore:
                 seconds = max(0.0, (min(end, now) - max(mount.mounted, since)).total_seconds())
                 spans.append((seconds, mount.started_by_group))
         return split_mount_time(spans)
+
+
+def pin_end(at: datetime, hold_s: float) -> datetime:
+    """A pin's end as the service keeps it: whole epoch seconds of `at`, plus the time held."""
+    return datetime.fromtimestamp(epoch_s(at), UTC) + timedelta(seconds=hold_s)
 
 
 def _claimed(file: _File) -> ClaimedFile:

@@ -178,7 +178,25 @@ def summarise(result: ReplayResult, bound: PhysicalBound | None = None) -> dict[
             "last_arrival_service_s": round(bound.last_arrival_service_s, 3),
         },
         "cycles": result.cycles,
+        "buffer": buffer_summary(result),
         "profile": profile,
+    }
+
+
+def buffer_summary(result: ReplayResult) -> dict[str, Any] | None:
+    """The disk buffer the replay modelled: accounting only, no bytes are written (None: no buffer)."""
+    limits, buffer = result.config.buffer, result.store.buffer
+    if limits is None or buffer is None:
+        return None
+    return {
+        "mode": "accounting only",
+        "capacity_bytes": limits.capacity_bytes,
+        "high_watermark": limits.high_watermark,
+        "low_watermark": limits.low_watermark,
+        "release_after_s": result.config.release_after_s,
+        "peak_on_disk_bytes": buffer.peak_on_disk_bytes,
+        "evicted_files": buffer.evicted_files,
+        "evicted_bytes": buffer.evicted_bytes,
     }
 
 

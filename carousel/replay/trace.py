@@ -1,9 +1,11 @@
 """Traces: the requests a replay plays, one file per row.
 
-CSV, UTF-8, header exactly `arrival_s,request,path,size_bytes,tape,position_bytes,group,priority`; group and
-priority may be empty (then "default" and 0). Rows may come in any order; the replay sorts them by arrival
-(ties keep the file's order). A path may appear in several requests, always with the same size, tape and
-position. Bad input is refused with a ConfigError naming the file, the line and the column.
+CSV, UTF-8, header exactly `arrival_s,request,path,size_bytes,tape,position_bytes,group,priority`, optionally
+followed by `release_after_s` (how long after its file is staged the client releases it: the disk buffer's
+pin; empty: the replay's setting); group and priority may be empty (then "default" and 0). Rows may come in
+any order; the replay sorts them by arrival (ties keep the file's order). A path may appear in several
+requests, always with the same size, tape and position. Bad input is refused with a ConfigError naming the
+file, the line and the column.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from carousel.domain.errors import ConfigError
 
 TRACE_HEADER = ("arrival_s", "request", "path", "size_bytes", "tape", "position_bytes", "group", "priority")
+RELEASE_COLUMN = "release_after_s"
 DEFAULT_GROUP = "default"
 
 
@@ -30,6 +33,7 @@ class TraceRow:
     position_bytes: int
     group: str = DEFAULT_GROUP
     priority: int = 0
+    release_after_s: float | None = None  # None: the replay's release_after_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,19 +78,24 @@ def load_trace(path: str | Path) -> Trace:
         raise ConfigError(f"{source}: not UTF-8 text: {exc.reason}") from exc
     reader = csv.reader(text.splitlines())
     header = next(reader, None)
-    if header is None or tuple(header) != TRACE_HEADER:
-        raise ConfigError(f"{source}: line 1: the header must be exactly {','.join(TRACE_HEADER)}")
-    rows = [_parse(source, line, fields) for line, fields in enumerate(reader, start=2) if fields]
+    if header is None or tuple(header) not in (TRACE_HEADER, (*TRACE_HEADER, RELEASE_COLUMN)):
+        raise ConfigError(
+            f"{source}: line 1: the header must be exactly {','.join(TRACE_HEADER)}"
+            f" (optionally followed by ,{RELEASE_COLUMN})"
+        )
+    columns = len(header)
+    rows = [_parse(source, line, fields, columns) for line, fields in enumerate(reader, start=2) if fields]
     if not rows:
         raise ConfigError(f"{source}: the trace has no rows")
     return make_trace(rows, str(source))
 
 
-def _parse(source: Path, line: int, fields: Sequence[str]) -> TraceRow:
+def _parse(source: Path, line: int, fields: Sequence[str], columns: int) -> TraceRow:
     where = f"{source}: line {line}"
-    if len(fields) != len(TRACE_HEADER):
-        raise ConfigError(f"{where}: {len(fields)} columns, expected {len(TRACE_HEADER)}")
-    arrival, request, path, size, tape, position, group, priority = (f.strip() for f in fields)
+    if len(fields) != columns:
+        raise ConfigError(f"{where}: {len(fields)} columns, expected {columns}")
+    arrival, request, path, size, tape, position, group, priority = (f.strip() for f in fields[:8])
+    release = fields[8].strip() if columns > len(TRACE_HEADER) else ""
     try:
         arrival_s = float(arrival)
     except ValueError:
@@ -105,7 +114,18 @@ def _parse(source: Path, line: int, fields: Sequence[str]) -> TraceRow:
         position_bytes=_whole(where, "position_bytes", position),
         group=group or DEFAULT_GROUP,
         priority=_whole(where, "priority", priority) if priority else 0,
+        release_after_s=_release(where, release) if release else None,
     )
+
+
+def _release(where: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"{where}: column {RELEASE_COLUMN}: {text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{where}: column {RELEASE_COLUMN}: {text!r} must be a finite number >= 0")
+    return value
 
 
 def _whole(where: str, column: str, text: str) -> int:
@@ -120,10 +140,16 @@ def _whole(where: str, column: str, text: str) -> int:
 
 def write_trace(trace: Trace | Iterable[TraceRow], path: str | Path) -> None:
     rows = trace.rows if isinstance(trace, Trace) else tuple(trace)
+    releases = any(row.release_after_s is not None for row in rows)
     with Path(path).open("w", encoding="utf-8", newline="") as out:
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(TRACE_HEADER)
+        writer.writerow((*TRACE_HEADER, RELEASE_COLUMN) if releases else TRACE_HEADER)
         for row in rows:
+            release = (
+                (_seconds(row.release_after_s) if row.release_after_s is not None else "",)
+                if releases
+                else ()
+            )
             writer.writerow(
                 (
                     _seconds(row.arrival_s),
@@ -134,6 +160,7 @@ def write_trace(trace: Trace | Iterable[TraceRow], path: str | Path) -> None:
                     row.position_bytes,
                     row.group,
                     row.priority,
+                    *release,
                 )
             )
 

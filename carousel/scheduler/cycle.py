@@ -28,18 +28,22 @@ import structlog
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from carousel.buffer.layout import BufferLayout
 from carousel.completion.apply import CompletionReport, apply_events
-from carousel.config import Settings
+from carousel.completion.landing import LandingReport, land_staged
+from carousel.config import Settings, buffer_directory
 from carousel.db import queue_queries as q
 from carousel.db.completion_queries import finish_file
 from carousel.db.engine import run_transaction
 from carousel.db.leader_lock import LeaderLock, leader_lock_for
 from carousel.db.lock_order import lock_links_and_files
 from carousel.db.transient_errors import database_unavailable
+from carousel.domain.buffer import BufferLimits, BufferView, Pinning
 from carousel.domain.clock import Clock
 from carousel.domain.completion import RetryRule
 from carousel.domain.planning import LibraryCosts, Plan
 from carousel.domain.states import NOT_ON_TAPE
+from carousel.scheduler.buffer_upkeep import BufferUpkeep, LiveBuffer, UpkeepReport
 from carousel.scheduler.feed import FeedControl, FeedSettings
 from carousel.scheduler.inflight import InFlightWatch
 from carousel.scheduler.live_snapshot import LibraryState, library_state, live_queue_store, live_snapshot
@@ -79,6 +83,9 @@ class CycleReport:
     database_unavailable: bool = False  # the database did not answer: the cycle was skipped
     health: Health | None = None
     events: CompletionReport | None = None
+    landing: LandingReport | None = None  # staged bytes landed in the buffer, or failed to
+    buffer: UpkeepReport | None = None  # evictions and bytes found missing (the buffer on)
+    swept: int = 0  # half-written files removed from the buffer's incoming directory (a new term)
     recorded_late: int = 0  # files whose hand-over record an earlier cycle could not write
     recovered_claims: int = 0
     resubmitted: int = 0  # SUBMITTED files handed to the library again under their batch key
@@ -98,8 +105,16 @@ class CycleReport:
     batches_submitted: int = 0
     files_submitted: int = 0
     returned_to_queue: int = 0  # claimed, but the adapter refused the batch
+    buffer_space: BufferView | None = None  # the disk buffer at snapshot time (None: no buffer)
+    waiting_for_space: int = 0  # queued files of tapes waiting for space in the disk buffer
+    evicted_files: int = 0  # evicted from the buffer to make room for this cycle's hand-over
     elapsed_s: float = 0.0
     errors: list[str] = field(default_factory=list)
+
+
+def buffer_limits(settings: Settings) -> BufferLimits:
+    buffer = settings.buffer
+    return BufferLimits(buffer.capacity_bytes, buffer.high_watermark, buffer.low_watermark)
 
 
 class Cycle:
@@ -123,6 +138,19 @@ class Cycle:
         self.policy_source = policy_source
         self.clock = clock
         self.leader_lock = leader_lock or leader_lock_for(session_factory)
+        # the disk buffer (docs/data-path.md): None when it is off, and batches then carry no destination
+        self.buffer = BufferLayout.at(buffer_directory(settings)) if settings.buffer.enabled else None
+        self.buffer_upkeep = (
+            None
+            if self.buffer is None
+            else BufferUpkeep(
+                self.buffer,
+                session_factory,
+                adapter,
+                clock,
+                evict_on_release=settings.buffer.evict_on_release,
+            )
+        )
         self.store = ResilientStore(live_queue_store(settings, session_factory))
         # snapshot, plan, claim, submit, record: the very code the trace replay runs over its memory store
         self.path = PlanningPath(
@@ -132,10 +160,20 @@ class Cycle:
             clock,
             max_files_per_cycle=settings.max_files_per_cycle,
             costs=costs if costs is not None else published_costs(adapter),
+            destination=self._destination if self.buffer is not None else None,
+            buffer=None
+            if self.buffer_upkeep is None
+            else LiveBuffer(buffer_limits(settings), self.buffer_upkeep),
         )
         self.retry = RetryRule(max_attempts=settings.max_attempts, backoff_s=settings.retry_backoff_s)
         self.event_stream = event_stream_name(adapter)
-        self.inflight = InFlightWatch(session_factory, adapter, clock, timeout_s=settings.inflight_timeout_s)
+        self.inflight = InFlightWatch(
+            session_factory,
+            adapter,
+            clock,
+            timeout_s=settings.inflight_timeout_s,
+            destination=self._destination if self.buffer is not None else None,
+        )
         # the recovery pace and the liveness watch, as the trace replay runs them too
         self.feed = FeedControl(
             FeedSettings.of(settings),
@@ -182,11 +220,23 @@ class Cycle:
         if self.leader_lock.term != self._term:
             self._term = self.leader_lock.term
             report.new_term = True
+            if self.buffer is not None:
+                # before anything is handed over again: the directories are there, what a crash left half
+                # written goes
+                self.buffer.prepare()
+                report.swept = self.buffer.sweep_incoming()
+                if self.buffer_upkeep is not None:
+                    self.buffer_upkeep.reconcile()
+                if report.swept:
+                    log.warning("removed half-written files from the buffer", files=report.swept)
             self.inflight.new_term()
         # before anything else: claims recovery must not requeue files a library took under their claim
         report.recorded_late = self.store.record_unrecorded()
         self._apply_events(report)
         self._recover_claims(report)
+        if self.buffer_upkeep is not None:
+            report.buffer = UpkeepReport()
+            self.buffer_upkeep.run(report.buffer)
         library = self._library_state(report)
         report.health = library.health
         if library.online:
@@ -202,7 +252,14 @@ class Cycle:
         self.path.max_files_per_cycle = max(budget.files, 1)
         if self.policy_source is not None:
             self.policy = self.path.policy = self.policy_source()
-        snapshot = live_snapshot(self.store, self.adapter, self.clock, costs=self.path.costs, library=library)
+        snapshot = live_snapshot(
+            self.store,
+            self.adapter,
+            self.clock,
+            costs=self.path.costs,
+            library=library,
+            buffer=self.path.buffer,
+        )
         dispatch = self.path.dispatch(snapshot, submit=budget.files > 0)
         report.plan = self.feed.after_pass(dispatch, budget, self.clock.now())
         if budget.stalled_since is not None:
@@ -219,6 +276,9 @@ class Cycle:
         report.batches_submitted = dispatch.batches_submitted
         report.files_submitted = dispatch.files_submitted
         report.returned_to_queue = dispatch.returned_to_queue
+        report.buffer_space = dispatch.snapshot.buffer
+        report.waiting_for_space = dispatch.waiting_for_space
+        report.evicted_files = dispatch.evicted_files
         report.errors.extend(dispatch.errors)
 
     # --- events -------------------------------------------------------------------------------------------
@@ -240,10 +300,20 @@ class Cycle:
         if not self._unapplied:
             return
         events = self._unapplied
+        pinning = None
+        if self.buffer is not None:
+            # the bytes land (or the event becomes a failure) before any row says they are there
+            events, report.landing = land_staged(self.buffer, self.session_factory, events)
+            pinning = Pinning(self.clock.now(), self.settings.buffer.default_lifetime_s)
         report.events = self._transaction(
-            lambda session: apply_events(session, self.event_stream, events, self.retry)
+            lambda session: apply_events(session, self.event_stream, events, self.retry, pinning)
         )
         self._unapplied = []
+
+    def _destination(self, file_key: str) -> str:
+        """Where the library writes a file's bytes: the buffer's incoming directory, named by the file key."""
+        assert self.buffer is not None
+        return str(self.buffer.incoming_path(file_key))
 
     # --- recovery -----------------------------------------------------------------------------------------
 

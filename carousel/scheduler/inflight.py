@@ -21,6 +21,7 @@ whose record failed until they are recorded).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -30,7 +31,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from carousel.db.engine import run_transaction
 from carousel.db.inflight_queries import SubmittedFile, submitted_batch_keys, submitted_files_of
 from carousel.domain.clock import Clock
-from hsm_adapters.base import Batch, BatchFile, HsmAdapter
+from carousel.scheduler.planning_path import batch_file
+from hsm_adapters.base import Batch, HsmAdapter
 
 log = structlog.get_logger(__name__)
 
@@ -52,12 +54,14 @@ class InFlightWatch:
         clock: Clock,
         *,
         timeout_s: float,
+        destination: Callable[[str], str] | None = None,
     ) -> None:
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
         self.session_factory = session_factory
         self.adapter = adapter
         self.clock = clock
+        self.destination = destination  # where each file's bytes go (the disk buffer); None: no bytes
         self.timeout = timedelta(seconds=timeout_s)
         self.check_every = self.timeout / 10
         self._everything_due = True  # a term starts with the first cycle
@@ -86,7 +90,7 @@ class InFlightWatch:
             keys, files = run_transaction(
                 self.session_factory, functools.partial(_page, silent_since=silent_since, after=after)
             )
-            for batch in _batches(files):
+            for batch in _batches(files, self.destination):
                 if silent_since is not None and batch.key in self._resent:
                     continue
                 try:
@@ -119,7 +123,7 @@ def _page(
     return keys, submitted_files_of(session, keys)
 
 
-def _batches(files: list[SubmittedFile]) -> list[Batch]:
+def _batches(files: list[SubmittedFile], destination: Callable[[str], str] | None) -> list[Batch]:
     by_key: dict[str, list[SubmittedFile]] = {}
     for file in files:
         by_key.setdefault(file.batch_key, []).append(file)
@@ -127,7 +131,9 @@ def _batches(files: list[SubmittedFile]) -> list[Batch]:
         Batch(
             key=key,
             tape=members[0].tape,
-            files=tuple(BatchFile(str(f.id), f.path, f.position_bytes, f.size_bytes) for f in members),
+            files=tuple(
+                batch_file(f.id, f.path, f.position_bytes, f.size_bytes, destination) for f in members
+            ),
             service_class=members[0].service_class,
         )
         for key, members in by_key.items()

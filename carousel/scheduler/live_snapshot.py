@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from carousel.config import Settings
 from carousel.domain.clock import Clock
 from carousel.domain.planning import LibraryCosts, Snapshot
+from carousel.scheduler.buffer_keeper import BufferKeeper
 from carousel.scheduler.planning_path import published_costs, snapshot_of
 from carousel.scheduler.queue_store import DatabaseQueueStore, QueueStore
 from hsm_adapters.base import Capacity, Health, HsmAdapter
@@ -56,10 +57,11 @@ def live_snapshot(
     *,
     costs: LibraryCosts | None = None,
     library: LibraryState | None = None,
+    buffer: BufferKeeper | None = None,
 ) -> Snapshot:
     """The queue in `store` now, beside the library. `costs`: the adapter's published figures unless given
     (the cycle may be built with others); `library`: asked now unless given (the cycle asks before its online
-    steps, and reports a failure itself)."""
+    steps, and reports a failure itself); `buffer`: the disk buffer, when there is one."""
     state = library if library is not None else library_state(adapter)
     figures = costs if costs is not None else published_costs(adapter)
-    return snapshot_of(store, clock.now(), state.capacity, state.online, figures)
+    return snapshot_of(store, clock.now(), state.capacity, state.online, figures, buffer=buffer)

@@ -1,5 +1,6 @@
 """The planning path shared by the service's cycle and the trace replay: snapshot, plan, cut to the cycle's
-budget, claim, hand the batches to the library with no transaction open, record what it accepted.
+budget and to what the disk buffer admits, claim, make room in the buffer, hand the batches to the library
+with no transaction open, record what it accepted.
 
 Only the queue store differs between the two (`carousel.scheduler.queue_store`). Claim keys come from an
 injected factory (uuids in the service, a counter in the replay, so a replay is reproducible to the byte).
@@ -15,9 +16,11 @@ from typing import Protocol, runtime_checkable
 
 import structlog
 
+from carousel.domain.buffer import BUFFER_FULL, BufferLimits, BufferUsage, admit_plan, eviction_needed, view
 from carousel.domain.clock import Clock
 from carousel.domain.planning import LibraryCosts, LibraryView, Plan, Selection, Snapshot
 from carousel.domain.queue import ClaimedFile, HandedOver
+from carousel.scheduler.buffer_keeper import BufferKeeper
 from carousel.scheduler.queue_store import QueueStore
 from hsm_adapters.base import Batch, BatchFile, Capacity, HsmAdapter
 from policies.base import Policy
@@ -36,12 +39,21 @@ class Dispatch:
     files_submitted: int = 0
     returned_to_queue: int = 0  # claimed, but the adapter refused the batch
     errors: list[str] = field(default_factory=list)
+    waiting_for_space: int = 0  # queued files of tapes the plan selected that wait for space in the buffer
+    evicted_files: int = 0
 
 
 def snapshot_of(
-    store: QueueStore, now: datetime, capacity: Capacity, online: bool, costs: LibraryCosts | None
+    store: QueueStore,
+    now: datetime,
+    capacity: Capacity,
+    online: bool,
+    costs: LibraryCosts | None,
+    *,
+    buffer: BufferKeeper | None = None,
 ) -> Snapshot:
-    """What a policy plans from: the store's demand at `now` beside the library as it says it is."""
+    """What a policy plans from: the store's demand at `now` beside the library as it says it is, and the disk
+    buffer's space when there is one."""
     demand = store.demand(now)
     library = LibraryView(
         online=online,
@@ -58,6 +70,7 @@ def snapshot_of(
         in_flight=demand.in_flight,
         in_flight_tapes=demand.in_flight_tapes,
         usage=demand.usage,
+        buffer=view(buffer.limits, buffer.usage(now)) if buffer is not None else None,
     )
 
 
@@ -87,6 +100,8 @@ class PlanningPath:
         max_files_per_cycle: int,
         costs: LibraryCosts | None = None,
         new_key: Callable[[], str] = uuid_keys,
+        buffer: BufferKeeper | None = None,
+        destination: Callable[[str], str] | None = None,
     ) -> None:
         self.store = store
         self.adapter = adapter
@@ -95,16 +110,22 @@ class PlanningPath:
         self.max_files_per_cycle = max_files_per_cycle
         self.costs = costs
         self.new_key = new_key
+        self.buffer = buffer
+        self.destination = destination  # file key -> where the library writes its bytes; None: no bytes
 
     def run(self, capacity: Capacity, online: bool, *, submit: bool = True) -> Dispatch:
         """One pass over a snapshot taken now; with submit=False (an outage) the plan is made for its waiting
         reasons only."""
-        snapshot = snapshot_of(self.store, self.clock.now(), capacity, online, self.costs)
+        snapshot = snapshot_of(self.store, self.clock.now(), capacity, online, self.costs, buffer=self.buffer)
         return self.dispatch(snapshot, submit=submit)
 
     def dispatch(self, snapshot: Snapshot, *, submit: bool = True) -> Dispatch:
         """One pass over a snapshot the caller took (the live cycle's: carousel.scheduler.live_snapshot)."""
-        dispatch = Dispatch(snapshot=snapshot, plan=self.policy.plan(snapshot))
+        plan = admit_plan(self.policy.plan(snapshot), snapshot)
+        dispatch = Dispatch(snapshot=snapshot, plan=plan)
+        dispatch.waiting_for_space = sum(
+            t.files for t in snapshot.tapes if plan.waiting.get(t.tape) == BUFFER_FULL
+        )
         if submit:
             self._claim_and_submit(self.within_cycle_budget(dispatch.plan), dispatch)
         return dispatch
@@ -121,12 +142,40 @@ class PlanningPath:
             budget -= take
         return kept
 
+    def buffer_limits(self) -> BufferLimits:
+        if self.buffer is None:
+            raise RuntimeError("the planning path has no buffer")
+        return self.buffer.limits
+
+    def _make_room(self, bytes_needed: int, dispatch: Dispatch) -> None:
+        """Evicts least recently used unpinned files before the claimed ones are handed over, then tells the
+        library those copies are gone (a library that fails to hear it keeps a stale count, nothing worse)."""
+        if bytes_needed <= 0 or self.buffer is None:
+            return
+        paths = self.buffer.evict(bytes_needed, self.clock.now())
+        dispatch.evicted_files = len(paths)
+        if not paths:
+            return
+        try:
+            self.adapter.evict(paths)
+        except Exception as exc:
+            log.warning("the library was not told of evicted copies", files=len(paths), error=str(exc))
+            dispatch.errors.append(f"evict: {exc}")
+
     def _claim_and_submit(self, selections: Sequence[Selection], dispatch: Dispatch) -> None:
         if not selections:
             return
-        claims = self.store.claim(selections, self.new_key, self.clock.now())
-        batches = [b for selection, key, files in claims for b in batches_of(selection, files, key)]
+        space = dispatch.snapshot.buffer
+        budget = space.admissible_bytes if space is not None else None
+        claims = self.store.claim(selections, self.new_key, self.clock.now(), byte_budget=budget)
+        batches = [
+            b for selection, key, files in claims for b in batches_of(selection, files, key, self.destination)
+        ]
         dispatch.claimed = sum(len(files) for _, _, files in claims)
+        if space is not None:
+            claimed_bytes = sum(f.size_bytes for _, _, files in claims for f in files)
+            usage = BufferUsage(space.on_disk_bytes, space.pinned_bytes, space.reserved_bytes)
+            self._make_room(eviction_needed(self.buffer_limits(), usage, claimed_bytes), dispatch)
 
         accepted: list[HandedOver] = []
         refused: list[int] = []
@@ -146,10 +195,14 @@ class PlanningPath:
 
 
 def batches_of(
-    selection: Selection, claimed: Sequence[ClaimedFile], claim_key: str
+    selection: Selection,
+    claimed: Sequence[ClaimedFile],
+    claim_key: str,
+    destination: Callable[[str], str] | None = None,
 ) -> list[tuple[Batch, tuple[int, ...]]]:
     """A batch per tape (and class of service) in the claimed order, or one per file when the plan says so.
-    Keys: the claim's key, with a suffix when the claim makes several batches; file keys are file ids."""
+    Keys: the claim's key, with a suffix when the claim makes several batches; file keys are file ids.
+    `destination` gives each file where its bytes go (the disk buffer's incoming directory)."""
     groups: dict[tuple[str, str], list[ClaimedFile]] = {}
     if selection.one_file_per_batch:
         groups = {(str(f.id), f.tape): [f] for f in claimed}
@@ -162,8 +215,15 @@ def batches_of(
         batch = Batch(
             key=key,
             tape=files[0].tape,
-            files=tuple(BatchFile(str(f.id), f.path, f.position_bytes, f.size_bytes) for f in files),
+            files=tuple(batch_file(f.id, f.path, f.position_bytes, f.size_bytes, destination) for f in files),
             service_class=files[0].service_class,
         )
         out.append((batch, tuple(f.id for f in files)))
     return out
+
+
+def batch_file(
+    file_id: int, path: str, position_bytes: int, size_bytes: int, destination: Callable[[str], str] | None
+) -> BatchFile:
+    key = str(file_id)
+    return BatchFile(key, path, position_bytes, size_bytes, None if destination is None else destination(key))

@@ -29,10 +29,16 @@ class QueueStore(Protocol):
         ...
 
     def claim(
-        self, selections: Sequence[Selection], new_key: Callable[[], str], now: datetime
+        self,
+        selections: Sequence[Selection],
+        new_key: Callable[[], str],
+        now: datetime,
+        *,
+        byte_budget: int | None = None,
     ) -> list[Claim]:
         """QUEUED -> CLAIMED for each selection in turn (one key each), in one transaction; requests with a
-        claimed file have started."""
+        claimed file have started. `byte_budget` (the disk buffer's room) bounds the bytes of all the
+        selections together, hard: a selection stops at its first file that does not fit."""
         ...
 
     def handed_over(
@@ -59,13 +65,22 @@ class DatabaseQueueStore:
         return QueueDemand(demand.tapes, demand.in_flight, demand.in_flight_tapes, usage)
 
     def claim(
-        self, selections: Sequence[Selection], new_key: Callable[[], str], now: datetime
+        self,
+        selections: Sequence[Selection],
+        new_key: Callable[[], str],
+        now: datetime,
+        *,
+        byte_budget: int | None = None,
     ) -> list[Claim]:
         claims: list[Claim] = []
+        left = byte_budget
         with transaction(self.session_factory) as session:
             for selection in selections:
                 key = new_key()
-                claims.append((selection, key, q.claim(session, selection, key, now)))
+                files = q.claim(session, selection, key, now, byte_budget=left)
+                if left is not None:
+                    left -= sum(f.size_bytes for f in files)
+                claims.append((selection, key, files))
             q.mark_requests_started(session, [f.id for _, _, files in claims for f in files], now)
         return claims
 

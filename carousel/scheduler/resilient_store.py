@@ -54,9 +54,14 @@ class ResilientStore:
         return self._run(lambda: self.inner.demand(now))
 
     def claim(
-        self, selections: Sequence[Selection], new_key: Callable[[], str], now: datetime
+        self,
+        selections: Sequence[Selection],
+        new_key: Callable[[], str],
+        now: datetime,
+        *,
+        byte_budget: int | None = None,
     ) -> list[Claim]:
-        return self._run(lambda: self.inner.claim(selections, new_key, now))
+        return self._run(lambda: self.inner.claim(selections, new_key, now, byte_budget=byte_budget))
 
     def handed_over(
         self, accepted: Sequence[HandedOver], refused: Sequence[int], now: datetime
