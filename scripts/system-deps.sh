@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   python3 python3-venv python3-dev gcc make
   postgresql-client
-  gfal2 gfal2-plugin-http gfal2-util-scripts python3-gfal2   # real Tape REST clients
+  gfal2 gfal2-plugin-http gfal2-plugin-file gfal2-util-scripts python3-gfal2   # real Tape REST clients (file: gfal-copy to a local file)
   xrootd-server xrootd-client                                  # real XRootD for the prepare plug-in
   iproute2 util-linux                                          # ip, unshare: loopback-only namespaces
   chromium                                                     # headless screenshots of the dashboard

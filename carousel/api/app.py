@@ -8,7 +8,7 @@ from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 from sqlalchemy.orm import Session, sessionmaker
 
-from carousel.api import admin, health, limits, native, tape_rest, webhooks
+from carousel.api import admin, health, limits, native, staged_files, tape_rest, webhooks
 from carousel.api.auth import install_auth
 from carousel.api.body_limit import BodyLimit
 from carousel.api.context import AppContext
@@ -16,7 +16,8 @@ from carousel.api.db_errors import DatabaseErrors
 from carousel.api.operations import install_operations
 from carousel.api.problems import install_problem_handlers
 from carousel.api.status_cache import StatusCache
-from carousel.config import Settings
+from carousel.buffer.layout import BufferLayout
+from carousel.config import Settings, buffer_directory
 from carousel.domain.clock import Clock
 from carousel.observability.metrics import ServiceMetrics
 from hsm_adapters.base import HsmAdapter
@@ -72,4 +73,8 @@ def create_app(
     app.add_middleware(DatabaseErrors)  # inside BodyLimit: it replays bodies already within the limit
     app.add_middleware(BodyLimit, max_body_bytes=settings.limits.max_body_bytes)
     install_operations(app, metrics)  # last: its request-id middleware wraps every other one
+    if settings.buffer.enabled:
+        # the staged files' bytes at their paths: a catch-all, after every other route (docs/data-path.md)
+        app.state.buffer_layout = BufferLayout.at(buffer_directory(settings))
+        app.include_router(staged_files.router)
     return app

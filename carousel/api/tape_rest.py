@@ -212,6 +212,7 @@ def archive_info(
         max_paths=limits.max_archiveinfo_paths,
         max_path_bytes=limits.max_path_length,
         grants=caller.grants,
+        buffer_on=context.settings.buffer.enabled,
     )
     answer = [
         {"path": e.path, "locality": e.locality.value}

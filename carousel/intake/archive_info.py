@@ -20,10 +20,12 @@ log = logging.getLogger(__name__)
 NOT_COVERED = "forbidden: no storage.* scope of the credential covers this path"
 
 
-def _locality(result: LookupResult, staged_here: bool) -> ArchiveInfo:
+def _locality(result: LookupResult, staged_here: bool, *, buffer_on: bool) -> ArchiveInfo:
+    """With the disk buffer on, a file is on disk here exactly when its bytes are in the buffer: a copy the
+    library keeps on its own disk is not one clients can read from carousel."""
     match result:
         case OnTape(path=path, on_disk=on_disk):
-            both = on_disk or staged_here
+            both = staged_here or (on_disk and not buffer_on)
             return ArchiveInfo(path, Locality.DISK_AND_TAPE if both else Locality.TAPE)
         case NotOnTape(path=path, reason=reason, on_disk=on_disk):
             return ArchiveInfo(path, Locality.DISK) if on_disk else ArchiveInfo(path, error=reason)
@@ -39,6 +41,7 @@ def archive_info(
     max_paths: int,
     max_path_bytes: int,
     grants: Grants = UNRESTRICTED,
+    buffer_on: bool = False,
 ) -> list[ArchiveInfo]:
     """One entry per path given, in order, each naming the path as the client wrote it. A path the
     caller's credential does not cover gets an error, and the library is not asked about it."""
@@ -68,7 +71,9 @@ def archive_info(
             log.warning("archive info lookup of %d paths failed: %s", len(unique), exc)
             results = [Unknown(path, str(exc)) for path in unique]
         staged = q.disk_copies(session, unique)
-        by_path = {result.path: _locality(result, result.path in staged) for result in results}
+        by_path = {
+            result.path: _locality(result, result.path in staged, buffer_on=buffer_on) for result in results
+        }
 
     entries = []
     for index, raw in enumerate(raw_paths):

@@ -221,7 +221,9 @@ class Cycle:
             self._term = self.leader_lock.term
             report.new_term = True
             if self.buffer is not None:
-                # before anything is handed over again: what a crash left half written goes
+                # before anything is handed over again: the directories are there, what a crash left half
+                # written goes
+                self.buffer.prepare()
                 report.swept = self.buffer.sweep_incoming()
                 if report.swept:
                     log.warning("removed half-written files from the buffer", files=report.swept)

@@ -42,9 +42,15 @@ def carousel_program(name: str = "carousel") -> str:
 
 
 def write_carousel_config(
-    directory: Path, *, port: int, library: dict[str, Any], cycle_interval_s: float = 0.5
+    directory: Path,
+    *,
+    port: int,
+    library: dict[str, Any],
+    cycle_interval_s: float = 0.5,
+    buffer: dict[str, Any] | None = None,
 ) -> Path:
-    """A carousel.toml: SQLite in `directory`, `library` as the simulated adapter's options."""
+    """A carousel.toml: SQLite in `directory`, `library` as the simulated adapter's options, the disk buffer
+    as `buffer` says (None: off, for catalogues of multi-GB files)."""
     config = directory / "carousel.toml"
     settings = {
         "database_url": f"sqlite:///{directory / DATABASE_FILE}",
@@ -52,6 +58,7 @@ def write_carousel_config(
         "port": port,
         "cycle_interval_s": cycle_interval_s,
         "adapter_options": library,
+        "buffer": {"enabled": False} if buffer is None else buffer,
     }
     config.write_text(tomli_w.dumps(settings))
     return config
