@@ -21,6 +21,7 @@ _STUDY_MODULES: dict[str, str] = {
     "tape-efficiency": "studies.tape.study",
     "policies": "studies.policies.study",
     "worker-disks": "studies.worker_disks.study",
+    "buffer": "studies.buffer.study",
 }
 
 

@@ -35,6 +35,7 @@ from pydantic_settings import (
 
 from carousel.config.auth import AuthSettings
 from carousel.config.webhooks import WebhookSettings
+from carousel.domain.buffer import BufferLimits
 from carousel.domain.errors import ConfigError
 
 CONFIG_FILE_ENV = "CAROUSEL_CONFIG"
@@ -161,6 +162,10 @@ class BufferSettings(BaseModel):
     @classmethod
     def _directory_is_absolute(cls, value: Any) -> Any:
         return absolute_dir(value) if isinstance(value, str | os.PathLike) else value
+
+    def limits(self) -> BufferLimits:
+        """Capacity and watermarks, as admission reckons with them (carousel.domain.buffer)."""
+        return BufferLimits(self.capacity_bytes, self.high_watermark, self.low_watermark)
 
     @model_validator(mode="after")
     def _watermarks_in_order(self) -> BufferSettings:

@@ -1,5 +1,6 @@
 """What the dashboard shows, gathered in one read-only session: the queue by group and state, the tapes with
-work, the library as its adapter sees it now, the last day's throughput per drive, recent policy changes."""
+work, the library as its adapter sees it now, the disk buffer, the last day's throughput per drive, recent
+policy changes."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from datetime import datetime, timedelta
 from sqlalchemy.orm import Session
 
 from carousel.dashboard.policy_changes import PolicyChange, recent_policy_changes
+from carousel.db import buffer_queries
 from carousel.db.overview_queries import (
     QueueCell,
     TapeWork,
@@ -16,6 +18,7 @@ from carousel.db.overview_queries import (
     count_tapes_with_work,
     queue_by_state_and_group,
 )
+from carousel.domain.buffer import BufferLimits, BufferUsage, admissible_bytes, epoch_s, free_bytes
 from carousel.domain.planning import LibraryCosts
 from carousel.domain.states import FILE_ACTIVE, FILE_WAITING, FileState
 from carousel.reports.tally import Tally, tally, totals_by_key
@@ -81,6 +84,34 @@ class Throughput:
 
 
 @dataclass(frozen=True, slots=True)
+class BufferPanel:
+    """The disk buffer now: what is on it, pinned, reserved for reads in flight, and the room left."""
+
+    limits: BufferLimits
+    usage: BufferUsage
+    files_on_disk: int
+    smallest_queued: int | None  # bytes of the smallest queued file (None: nothing queued)
+
+    @property
+    def free(self) -> int:
+        """Below the high watermark, without evicting anything."""
+        return free_bytes(self.limits, self.usage)
+
+    @property
+    def room(self) -> int:
+        """What may be handed to the library now, counting what eviction of unpinned files frees."""
+        return admissible_bytes(self.limits, self.usage)
+
+    @property
+    def full(self) -> bool:
+        """Queued work waits for space (buffer_full): not even the smallest queued file fits."""
+        return self.smallest_queued is not None and self.room < self.smallest_queued
+
+    def share(self, size: int) -> float:
+        return size / self.limits.capacity_bytes
+
+
+@dataclass(frozen=True, slots=True)
 class Dashboard:
     site: str
     now: datetime
@@ -92,6 +123,7 @@ class Dashboard:
     throughput: Throughput
     policy_changes: list[PolicyChange]
     states: tuple[FileState, ...] = field(default=STATES)
+    buffer: BufferPanel | None = None  # None: the buffer is off
 
     @property
     def queued_total(self) -> int:
@@ -146,8 +178,23 @@ def throughput(session: Session, now: datetime, costs: LibraryCosts | None) -> T
     return Throughput(window=window, total=total, drives=lines, transfer_s=transfer)
 
 
+def buffer_panel(session: Session, limits: BufferLimits, now: datetime) -> BufferPanel:
+    return BufferPanel(
+        limits=limits,
+        usage=buffer_queries.usage(session, epoch_s(now)),
+        files_on_disk=buffer_queries.files_on_disk(session),
+        smallest_queued=buffer_queries.smallest_queued_bytes(session),
+    )
+
+
 def build_dashboard(
-    session: Session, adapter: HsmAdapter, now: datetime, costs: LibraryCosts | None, *, site: str
+    session: Session,
+    adapter: HsmAdapter,
+    now: datetime,
+    costs: LibraryCosts | None,
+    *,
+    site: str,
+    buffer: BufferLimits | None = None,
 ) -> Dashboard:
     cells = queue_by_state_and_group(session)
     totals = {state: sum(c.files for c in cells if c.state is state) for state in STATES}
@@ -161,4 +208,5 @@ def build_dashboard(
         library=library_now(adapter),
         throughput=throughput(session, now, costs),
         policy_changes=recent_policy_changes(session, POLICY_CHANGES_SHOWN),
+        buffer=buffer_panel(session, buffer, now) if buffer is not None else None,
     )

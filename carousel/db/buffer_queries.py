@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from carousel.db.models import QueuedFileRow, RequestFile, StageRequest
 from carousel.domain.buffer import BufferUsage
-from carousel.domain.states import FILE_IN_FLIGHT, LinkState, RequestState
+from carousel.domain.states import FILE_IN_FLIGHT, FileState, LinkState, RequestState
 
 FILES = cast(Table, QueuedFileRow.__table__)
 LINKS = cast(Table, RequestFile.__table__)
@@ -162,3 +162,13 @@ def usage(session: Session, now_s: int) -> BufferUsage:
     in_flight = FILES.c.state.in_(sorted(s.value for s in FILE_IN_FLIGHT))
     reserved = session.scalar(select(size).where(in_flight)) or 0
     return BufferUsage(int(total), int(held), int(reserved))
+
+
+def files_on_disk(session: Session) -> int:
+    return int(session.scalar(select(func.count()).where(FILES.c.disk_used_at.is_not(None))) or 0)
+
+
+def smallest_queued_bytes(session: Session) -> int | None:
+    """The smallest file waiting in the queue: the buffer is full for the queue when less room is left."""
+    size = session.scalar(select(func.min(FILES.c.size_bytes)).where(FILES.c.state == FileState.QUEUED.value))
+    return None if size is None else int(size)

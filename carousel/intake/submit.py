@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from carousel.buffer.landing import normalised_checksum
 from carousel.config import BufferSettings
 from carousel.db import intake_queries as q
+from carousel.domain.buffer import BufferLimits
 from carousel.domain.callers import Caller
 from carousel.domain.clock import Clock
 from carousel.domain.errors import Conflict, InvalidInput, TooLarge
@@ -52,10 +53,26 @@ def _lookup(adapter: HsmAdapter, paths: Sequence[str]) -> list[LookupResult]:
 
 
 def _new_file(
-    ordinal: int, path: str, answer: LookupResult, lifetime_s: int, *, buffer_on: bool
+    ordinal: int, path: str, answer: LookupResult, lifetime_s: int, *, buffer: BufferLimits | None
 ) -> q.NewFile:
     """How a new recall of `path` starts. With the disk buffer on, a disk copy the library keeps is not one
-    clients can read here: the file is recalled into the buffer."""
+    clients can read here: the file is recalled into the buffer; and a file larger than the buffer can ever
+    hold fails at once, with the reason (it would wait for space for ever)."""
+    buffer_on = buffer is not None
+    too_big = buffer.too_big_reason(answer.size_bytes) if buffer and isinstance(answer, OnTape) else None
+    if isinstance(answer, OnTape) and too_big is not None:
+        return q.NewFile(
+            path,
+            ordinal,
+            FileState.FAILED,
+            answer.tape,
+            answer.position_bytes,
+            answer.size_bytes,
+            too_big,
+            False,
+            _checksum(answer.checksum),
+            lifetime_s,
+        )
     if isinstance(answer, OnTape):
         on_disk = answer.on_disk and not buffer_on
         state = FileState.STAGED if on_disk else FileState.QUEUED
@@ -152,7 +169,7 @@ def submit(
         raise Conflict(f"alias {order.alias!r} already names a request", field="alias")
     answers = _lookup(adapter, paths)
     found = [
-        _new_file(i, path, answer, lifetime, buffer_on=buffer.enabled)
+        _new_file(i, path, answer, lifetime, buffer=buffer.limits() if buffer.enabled else None)
         for i, (path, answer, lifetime) in enumerate(zip(paths, answers, lifetimes, strict=True))
     ]
 

@@ -15,7 +15,7 @@ from carousel.domain.clock import Clock
 from carousel.outlook.projection import Projection, project
 from carousel.outlook.request_outlook import RequestOutlook, request_outlook
 from carousel.outlook.shared import SharedProjection
-from carousel.scheduler.live_snapshot import live_queue_store, live_snapshot
+from carousel.scheduler.live_snapshot import live_buffer, live_queue_store, live_snapshot
 from hsm_adapters.base import HsmAdapter
 from policies.base import Policy
 
@@ -30,7 +30,8 @@ def live_projection(
     policy: Policy,
 ) -> Projection:
     """The live queue projected under `policy`, now (what the dry run does for the active policy)."""
-    snapshot = live_snapshot(live_queue_store(settings, session_factory), adapter, clock)
+    store = live_queue_store(settings, session_factory)
+    snapshot = live_snapshot(store, adapter, clock, buffer=live_buffer(settings, session_factory))
     return project(snapshot, policy.plan)
 
 

@@ -17,7 +17,7 @@ from carousel.domain.clock import Clock
 from carousel.domain.policy_choice import PolicyChoice
 from carousel.outlook.projection import Projection, project
 from carousel.policy_admin.validation import built_policy
-from carousel.scheduler.live_snapshot import live_queue_store, live_snapshot
+from carousel.scheduler.live_snapshot import live_buffer, live_queue_store, live_snapshot
 from hsm_adapters.base import HsmAdapter
 
 
@@ -41,7 +41,8 @@ def dry_run(
     """InvalidInput (naming the field) when the candidate does not build."""
     candidate_policy = built_policy(candidate)
     active_policy = built_policy(active)
-    snapshot = live_snapshot(live_queue_store(settings, session_factory), adapter, clock)
+    store = live_queue_store(settings, session_factory)
+    snapshot = live_snapshot(store, adapter, clock, buffer=live_buffer(settings, session_factory))
     return DryRun(
         candidate=candidate,
         active=active,

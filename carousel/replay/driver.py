@@ -87,8 +87,8 @@ class ReplayConfig:
 
 def with_service_settings(config: ReplayConfig, settings: Settings) -> ReplayConfig:
     """`config` planning as the service configured by `settings` plans: its cycle interval, files per
-    cycle, retries, recovery pace, liveness watch, fair-share window and read timeouts (the policy stays
-    `config`'s)."""
+    cycle, retries, recovery pace, liveness watch, fair-share window, read timeouts and disk buffer (its
+    capacity and watermarks, clients holding each file its default lifetime); the policy stays `config`'s."""
     return replace(
         config,
         cycle_interval_s=settings.cycle_interval_s,
@@ -99,6 +99,8 @@ def with_service_settings(config: ReplayConfig, settings: Settings) -> ReplayCon
         fair_share_window_s=settings.fair_share_window_s,
         read_timeout_factor=settings.read_timeout_factor,
         read_timeout_margin_s=settings.read_timeout_margin_s,
+        buffer=settings.buffer.limits() if settings.buffer.enabled else None,
+        release_after_s=float(settings.buffer.default_lifetime_s) if settings.buffer.enabled else 0.0,
     )
 
 

@@ -72,6 +72,7 @@ class _File:
     batch_key: str | None = None
     submitted_at: datetime | None = None
     started_at: datetime | None = None
+    ended_at: datetime | None = None  # when its recall reached its end
     mount: int | None = None
     drive: str | None = None
     waiters: list[int] = field(default_factory=list)  # rows pending on this recall
@@ -331,6 +332,7 @@ class MemoryQueueStore:
         self._flight(file, -1)
         self._reading.pop(file.id, None)
         file.state = state
+        file.ended_at = at
         self._active -= 1
         if self.buffer is not None and state is FileState.STAGED:
             landed = self._applied_at or at

@@ -11,10 +11,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
-from carousel.domain.buffer import BufferLimits, BufferUsage
+from sqlalchemy.orm import Session, sessionmaker
+
+from carousel.db import buffer_queries
+from carousel.db.engine import transaction
+from carousel.domain.buffer import BufferLimits, BufferUsage, epoch_s
 
 
-class BufferKeeper(Protocol):
+class BufferGauge(Protocol):
+    """What a snapshot needs of the buffer: its limits and what it holds."""
+
     @property
     def limits(self) -> BufferLimits: ...
 
@@ -22,7 +28,27 @@ class BufferKeeper(Protocol):
         """Bytes on disk (pinned among them at `now`) and reserved for files claimed or with the library."""
         ...
 
+
+class BufferKeeper(BufferGauge, Protocol):
+    """A buffer the planning path also makes room in."""
+
     def evict(self, bytes_needed: int, now: datetime) -> list[str]:
         """Removes unpinned files, least recently used first, until `bytes_needed` are freed or none is left;
         the paths removed."""
         ...
+
+
+class DatabaseBufferGauge:
+    """The service's buffer read from the database, for snapshots that only look (the outlook, dry runs)."""
+
+    def __init__(self, limits: BufferLimits, session_factory: sessionmaker[Session]) -> None:
+        self._limits = limits
+        self.session_factory = session_factory
+
+    @property
+    def limits(self) -> BufferLimits:
+        return self._limits
+
+    def usage(self, now: datetime) -> BufferUsage:
+        with transaction(self.session_factory) as session:
+            return buffer_queries.usage(session, epoch_s(now))

@@ -113,8 +113,7 @@ class CycleReport:
 
 
 def buffer_limits(settings: Settings) -> BufferLimits:
-    buffer = settings.buffer
-    return BufferLimits(buffer.capacity_bytes, buffer.high_watermark, buffer.low_watermark)
+    return settings.buffer.limits()
 
 
 class Cycle:
@@ -361,7 +360,10 @@ class Cycle:
             resolved = not_on_tape = 0
             lock_links_and_files(session, [file.id for file in unresolved])
             for file, result in zip(unresolved, results, strict=True):
-                if isinstance(result, OnTape):
+                too_big = self._too_big(result)
+                if too_big is not None:
+                    not_on_tape += finish_file(session, file.id, NOT_ON_TAPE, now, error=too_big)
+                elif isinstance(result, OnTape):
                     resolved += q.resolve_to_tape(
                         session,
                         file.id,
@@ -376,6 +378,12 @@ class Cycle:
             return resolved, not_on_tape
 
         report.resolved, report.not_on_tape = self._transaction(record)
+
+    def _too_big(self, result: object) -> str | None:
+        """Why a file the library found can never be staged: larger than the disk buffer can hold."""
+        if self.buffer is None or not isinstance(result, OnTape):
+            return None
+        return buffer_limits(self.settings).too_big_reason(result.size_bytes)
 
     # --- cancels ------------------------------------------------------------------------------------------
 

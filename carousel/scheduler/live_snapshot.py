@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from carousel.config import Settings
 from carousel.domain.clock import Clock
 from carousel.domain.planning import LibraryCosts, Snapshot
-from carousel.scheduler.buffer_keeper import BufferKeeper
+from carousel.scheduler.buffer_keeper import BufferGauge, DatabaseBufferGauge
 from carousel.scheduler.planning_path import published_costs, snapshot_of
 from carousel.scheduler.queue_store import DatabaseQueueStore, QueueStore
 from hsm_adapters.base import Capacity, Health, HsmAdapter
@@ -50,6 +50,13 @@ def live_queue_store(settings: Settings, session_factory: sessionmaker[Session])
     return DatabaseQueueStore(session_factory, usage_window_s=settings.fair_share_window_s)
 
 
+def live_buffer(settings: Settings, session_factory: sessionmaker[Session]) -> BufferGauge | None:
+    """The disk buffer as the outlook and the dry run see it (None: the buffer is off)."""
+    if not settings.buffer.enabled:
+        return None
+    return DatabaseBufferGauge(settings.buffer.limits(), session_factory)
+
+
 def live_snapshot(
     store: QueueStore,
     adapter: HsmAdapter,
@@ -57,7 +64,7 @@ def live_snapshot(
     *,
     costs: LibraryCosts | None = None,
     library: LibraryState | None = None,
-    buffer: BufferKeeper | None = None,
+    buffer: BufferGauge | None = None,
 ) -> Snapshot:
     """The queue in `store` now, beside the library. `costs`: the adapter's published figures unless given
     (the cycle may be built with others); `library`: asked now unless given (the cycle asks before its online

@@ -20,7 +20,7 @@ from carousel.domain.buffer import BUFFER_FULL, BufferLimits, BufferUsage, admit
 from carousel.domain.clock import Clock
 from carousel.domain.planning import LibraryCosts, LibraryView, Plan, Selection, Snapshot
 from carousel.domain.queue import ClaimedFile, HandedOver
-from carousel.scheduler.buffer_keeper import BufferKeeper
+from carousel.scheduler.buffer_keeper import BufferGauge, BufferKeeper
 from carousel.scheduler.queue_store import QueueStore
 from hsm_adapters.base import Batch, BatchFile, Capacity, HsmAdapter
 from policies.base import Policy
@@ -50,7 +50,7 @@ def snapshot_of(
     online: bool,
     costs: LibraryCosts | None,
     *,
-    buffer: BufferKeeper | None = None,
+    buffer: BufferGauge | None = None,
 ) -> Snapshot:
     """What a policy plans from: the store's demand at `now` beside the library as it says it is, and the disk
     buffer's space when there is one."""

@@ -8,7 +8,9 @@ import json
 from datetime import timedelta
 
 import pytest
+from typer.testing import CliRunner
 
+from carousel.cli.app import app
 from carousel.domain.buffer import BufferLimits
 from carousel.domain.errors import ConfigError
 from carousel.domain.states import FileState
@@ -103,3 +105,15 @@ def test_a_bad_release_time_names_its_column(tmp_path):
     path.write_text(f"{header}\n0,r,/a,1,T,0,,,-3\n")
     with pytest.raises(ConfigError, match="line 2: column release_after_s"):
         load_trace(path)
+
+
+def test_the_command_line_models_a_buffer_and_says_it_writes_no_bytes(tmp_path):
+    write_trace(one_request(30), tmp_path / "trace.csv")
+    args = ["simulate", "--trace", str(tmp_path / "trace.csv"), "--profile", "lto8", "--drives", "2"]
+    args += ["--buffer-bytes", str(10 * SIZE), "--release-after", "30", "--out", str(tmp_path / "out")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "buffer: accounting only" in result.output
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["buffer"]["mode"] == "accounting only" and summary["buffer"]["release_after_s"] == 30
+    assert summary["buffer"]["peak_on_disk_bytes"] <= 10 * SIZE and summary["failed"] == 0

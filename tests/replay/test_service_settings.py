@@ -10,7 +10,8 @@ from pathlib import Path
 from typer.testing import CliRunner, Result
 
 from carousel.cli.app import app
-from carousel.config import Settings
+from carousel.config import BufferSettings, Settings
+from carousel.domain.buffer import BufferLimits
 from carousel.replay.driver import ReplayConfig, replay, with_service_settings
 from carousel.replay.outputs import scheduling_of
 from carousel.replay.workloads import star_batch
@@ -112,3 +113,13 @@ def test_a_bad_service_setting_is_one_line_naming_it(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "setting max_files_per_cycle" in result.output
     assert not (tmp_path / "summary.json").exists()
+
+
+def test_the_service_buffer_reaches_the_replay() -> None:
+    buffer = BufferSettings(enabled=True, capacity_bytes=10**9, high_watermark=0.9, low_watermark=0.6)
+    settings = Settings(buffer=buffer.model_copy(update={"default_lifetime_s": 600}))
+    config = with_service_settings(ReplayConfig(profile="lto8", drives=2, policy="fifo"), settings)
+    assert config.buffer == BufferLimits(10**9, 0.9, 0.6)
+    assert config.release_after_s == 600
+    off = with_service_settings(ReplayConfig(profile="lto8", drives=2, policy="fifo"), Settings())
+    assert off.buffer is None  # the suite runs with the buffer off

@@ -3,12 +3,15 @@ if a policy rewords a reason, this test says which code was lost."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from carousel.domain.buffer import BUFFER_FULL, BufferLimits, BufferUsage, view
 from carousel.domain.planning import GroupDemand, Snapshot
+from carousel.outlook.projection import project
 from carousel.outlook.reasons import WaitCode, classify
 from carousel.scheduler.liveness import stalled_reason
 from policies.registry import build_policy
@@ -132,3 +135,21 @@ def test_groups_in_the_fixture_are_what_fair_share_sees() -> None:
     assert tape("A", 2, group="atlas").groups == (
         GroupDemand("atlas", 2, 2 * 100 * 10**6, tape("A", 2).oldest),
     )
+
+
+def test_the_cycles_buffer_full_reason_has_its_code() -> None:
+    assert classify(BUFFER_FULL) is WaitCode.BUFFER_FULL
+
+
+def test_the_projection_shows_tapes_waiting_for_buffer_space() -> None:
+    queue = snapshot(tape("A", 2), tape("B", 2), drives=4)
+    full = BufferUsage(on_disk_bytes=100, pinned_bytes=95, reserved_bytes=0)
+    buffered = replace(queue, buffer=view(BufferLimits(100), full))
+    projection = project(buffered, build_policy("carousel", {}).plan)
+    assert projection.plan.selections == ()
+    assert {t: classify(r) for t, r in projection.plan.waiting.items()} == {
+        "A": WaitCode.BUFFER_FULL,
+        "B": WaitCode.BUFFER_FULL,
+    }
+    unbuffered = project(queue, build_policy("carousel", {}).plan)
+    assert {s.tape for s in unbuffered.plan.selections} == {"A", "B"}
