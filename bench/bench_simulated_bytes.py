@@ -7,7 +7,8 @@ Workloads, each against a baseline measured in the same run:
   staged file to its destination, against `cp` of the same bytes (shutil.copyfile of the written files to new
   names on the same disk). The ratio says whether the library's writer keeps up with a plain copy.
 
-Run: .venv/bin/python -m bench.bench_simulated_bytes  (options: --checksum-files, --checksum-mb, --files, --dir)
+Run: .venv/bin/python -m bench.bench_simulated_bytes
+     (options: --checksum-files, --checksum-mb, --files, --dir)
 """
 
 from __future__ import annotations
