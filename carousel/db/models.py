@@ -188,6 +188,8 @@ class RequestFile(Base):
     error: Mapped[str | None] = mapped_column(Text, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     released_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    # When the recall that ended this link had started (carousel.db.link_start); NULL while pending.
+    started_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
 
 
 class Mount(Base):
