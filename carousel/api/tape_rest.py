@@ -1,5 +1,5 @@
-"""WLCG Tape REST API v1: discovery, stage (with and without the trailing slash), status, cancel, delete,
-release and archive info, with the exact status codes real clients expect."""
+"""WLCG Tape REST API v1: discovery, stage, status, cancel, delete, release and archive info, each with and
+without a trailing slash, with the exact status codes real clients expect."""
 
 from __future__ import annotations
 
@@ -139,10 +139,20 @@ def _status_document_apart(context: AppContext, caller: Caller, request_id: str)
         return _status_document(session, caller, request_id)
 
 
+def _cache_owner(caller: Caller) -> str:
+    """Whose document a cached status is: the caller, and the paths its token may poll when not all (two
+    tokens of one subject may see different files of one request)."""
+    if caller.grants.polls_everything or caller.grants.poll is None:
+        return caller.name
+    areas = sorted(f"{s.prefix}{'/' if s.directory_only else ''}" for s in caller.grants.poll)
+    return caller.name + "\n" + "\n".join(areas)
+
+
 @router.get("/stage/{request_id}", response_model=StageStatusOut)
+@router.get("/stage/{request_id}/", response_model=StageStatusOut, include_in_schema=False)
 def stage_status(request_id: str, context: Context, session: DbSession, caller: CurrentCaller) -> Response:
     body = context.status_cache.get_or_render(
-        caller.name,
+        _cache_owner(caller),
         request_id,
         partial(_status_document, session, caller, request_id),
         partial(_status_document_apart, context, caller, request_id),
@@ -151,6 +161,7 @@ def stage_status(request_id: str, context: Context, session: DbSession, caller: 
 
 
 @router.post("/stage/{request_id}/cancel", status_code=200, response_class=Response)
+@router.post("/stage/{request_id}/cancel/", status_code=200, response_class=Response, include_in_schema=False)
 def cancel(
     request_id: str, body: PathsIn, context: Context, session: DbSession, caller: CurrentCaller
 ) -> Response:
@@ -167,6 +178,7 @@ def cancel(
 
 
 @router.delete("/stage/{request_id}", status_code=200, response_class=Response)
+@router.delete("/stage/{request_id}/", status_code=200, response_class=Response, include_in_schema=False)
 def delete(request_id: str, context: Context, session: DbSession, caller: CurrentCaller) -> Response:
     cancel_case.delete(session, context.clock, caller, request_id)
     after_commit(session, partial(context.status_cache.invalidate, request_id))
@@ -174,6 +186,7 @@ def delete(request_id: str, context: Context, session: DbSession, caller: Curren
 
 
 @router.post("/release/{request_id}", status_code=200, response_class=Response)
+@router.post("/release/{request_id}/", status_code=200, response_class=Response, include_in_schema=False)
 def release(
     request_id: str, body: PathsIn, context: Context, session: DbSession, caller: CurrentCaller
 ) -> Response:

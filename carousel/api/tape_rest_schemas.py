@@ -35,7 +35,9 @@ class StageCreated(BaseModel):
 
 class StageFileOut(BaseModel):
     path: str
-    state: TapeRestState
+    state: TapeRestState | None = Field(
+        default=None, description="absent when the credential's scopes do not cover the path (see error)"
+    )
     error: str | None = None
     startedAt: int | None = Field(default=None, description="epoch seconds")  # noqa: N815
     finishedAt: int | None = Field(default=None, description="epoch seconds")  # noqa: N815

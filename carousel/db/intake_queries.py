@@ -296,6 +296,15 @@ def paths_in_request(session: Session, request_id: str, paths: Sequence[str]) ->
     return found
 
 
+def request_paths(session: Session, request_id: str) -> list[str]:
+    """Every path the request names, in the client's order."""
+    return list(
+        session.scalars(
+            select(LINKS.c.path).where(LINKS.c.request_id == request_id).order_by(LINKS.c.ordinal)
+        )
+    )
+
+
 def cancel_links(session: Session, request_id: str, paths: Sequence[str] | None, now: datetime) -> list[int]:
     """The request's PENDING links (of `paths`, or all) become CANCELLED. Returns the file ids touched."""
     base = LINKS.c.request_id == request_id
