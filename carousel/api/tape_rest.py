@@ -37,6 +37,7 @@ from carousel.intake import cancel as cancel_case
 from carousel.intake import release as release_case
 from carousel.intake import status as status_case
 from carousel.intake import submit as submit_case
+from carousel.intake.activity import activity_of_targeted_metadata
 from carousel.intake.model import Api, StageOrder
 
 PREFIX = "/api/v1"
@@ -94,14 +95,17 @@ def stage(
     caller: CurrentCaller,
 ) -> StageCreated:
     client_info = request.headers.get("clientinfo")
+    limits = context.settings.limits
+    targeted = [f.targetedMetadata for f in body.files[: limits.max_files_per_request_tape_rest]]
+    activity = activity_of_targeted_metadata(targeted, context.settings.site_name)
     order = StageOrder(
         paths=tuple(f.path for f in body.files),
         api=Api.TAPE_REST,
         list_field="files",
         path_field="files[{}].path",
+        activity=activity or "default",
         client_info=client_info[:CLIENT_INFO_MAX] if client_info else None,
     )
-    limits = context.settings.limits
     submitted = submit_case.submit(
         session,
         context.adapter,

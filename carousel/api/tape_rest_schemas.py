@@ -18,7 +18,9 @@ class StageFileIn(_Lenient):
     path: str
     # Accepted and not acted on: disk copies here live until released, whatever lifetime is asked for.
     diskLifetime: Any = None  # noqa: N815 (the standard's spelling)
-    targetedMetadata: Any = None  # noqa: N815 (metadata for other endpoints is ignored)
+    # {"<sitename>": {"activity": "..."}}: the activity is taken (carousel.intake.activity); metadata for
+    # other endpoints, and other keys, are ignored.
+    targetedMetadata: Any = None  # noqa: N815
 
 
 class StageIn(_Lenient):

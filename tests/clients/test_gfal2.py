@@ -208,3 +208,18 @@ def test_python_gfal2_bring_online_poll_release_and_abort(service: Service):
     aborted = httpx.get(f"{service.url}/api/v1/stage/{out['abort_token']}").json()
     assert [f["state"] for f in aborted["files"]] == ["CANCELLED", "CANCELLED"]
     assert "completedAt" in aborted
+
+
+def test_gfal_bringonline_staging_metadata_sets_the_activity(service: Service):
+    # As FTS does: ask gfal2 for the endpoint's sitename (from the discovery document), then key the
+    # metadata by it; gfal2 sends it as files[i].targetedMetadata.
+    surl = service.surl(service.take(1)[0])
+    site = gfal(service, "gfal-xattr", surl, "taperestapi.sitename").strip()
+    assert site == "carousel"
+    metadata = json.dumps({site: {"activity": "Data Consolidation"}, "OTHER-SITE": {"activity": "Other"}})
+    output = gfal(
+        service, "gfal-bringonline", surl, "--staging-metadata", metadata, "--polling-timeout", "60"
+    )
+    assert last_status(output) == {surl: "READY"}
+    newest = httpx.get(f"{service.url}/api/native/v1/requests", params={"limit": 1}, timeout=10).json()
+    assert newest["requests"][0]["activity"] == "Data Consolidation"

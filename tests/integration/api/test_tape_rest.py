@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -310,3 +311,58 @@ def test_a_completed_file_keeps_its_started_at_when_queued_again(
     clock.advance(60)
     stage(api, [path])  # released, so queued anew
     assert api.get(f"/api/v1/stage/{request_id}").json()["files"] == [completed]
+
+
+def _activity(session_factory: sessionmaker[Session], request_id: str) -> str:
+    with session_factory() as session:
+        request = session.get(StageRequest, request_id)
+        assert request is not None
+        return request.activity
+
+
+def test_the_activity_comes_from_the_targeted_metadata_for_this_site(
+    make_api: Callable[..., SyncApi], library_paths: list[str], session_factory: sessionmaker[Session]
+) -> None:
+    api = make_api(site_name="BNL-TAPE")
+    ours = {"BNL-TAPE": {"activity": "Data Consolidation", "priority": 3}, "CERN": {"activity": "Other"}}
+    body = {
+        "files": [
+            {"path": library_paths[0]},
+            {"path": library_paths[1], "targetedMetadata": ours},
+            {"path": library_paths[2], "targetedMetadata": ours},
+        ]
+    }
+    response = api.post("/api/v1/stage", json=body)
+    assert response.status_code == 201, response.text
+    assert _activity(session_factory, response.json()["requestId"]) == "Data Consolidation"
+    foreign = {"files": [{"path": library_paths[3], "targetedMetadata": {"CERN": {"activity": "Other"}}}]}
+    assert (
+        _activity(session_factory, api.post("/api/v1/stage", json=foreign).json()["requestId"]) == "default"
+    )
+
+
+@pytest.mark.parametrize(
+    ("metadata", "field"),
+    [
+        ({"BNL-TAPE": {"activity": 7}}, "files[1].targetedMetadata.BNL-TAPE.activity"),
+        ({"BNL-TAPE": {"activity": "x\u0000y"}}, "files[1].targetedMetadata.BNL-TAPE.activity"),
+        ({"BNL-TAPE": {"activity": "a" * 129}}, "files[1].targetedMetadata.BNL-TAPE.activity"),
+        ({"BNL-TAPE": {"activity": " lead"}}, "files[1].targetedMetadata.BNL-TAPE.activity"),
+        ({"BNL-TAPE": {"activity": "Other"}}, "files[1].targetedMetadata.BNL-TAPE.activity"),  # disagrees
+        ({"BNL-TAPE": "Staging"}, "files[1].targetedMetadata.BNL-TAPE"),
+    ],
+    ids=["number", "control", "long", "leading-space", "two-activities", "not-an-object"],
+)
+def test_a_bad_activity_in_the_metadata_is_a_400_naming_it(
+    make_api: Callable[..., SyncApi],
+    library_paths: list[str],
+    row_counts: Callable[[], RowCounts],
+    metadata: dict[str, object],
+    field: str,
+) -> None:
+    api = make_api(site_name="BNL-TAPE")
+    before = row_counts()
+    first = {"path": library_paths[0], "targetedMetadata": {"BNL-TAPE": {"activity": "Staging"}}}
+    body = {"files": [first, {"path": library_paths[1], "targetedMetadata": metadata}]}
+    assert_problem(api.post("/api/v1/stage", json=body), 400, field=field)
+    assert row_counts() == before
