@@ -148,7 +148,9 @@ class SummaryOut(BaseModel):
 
 class FileOut(BaseModel):
     path: str
-    state: TapeRestState
+    state: TapeRestState | None = Field(
+        description="null when the credential's scopes do not cover the path (error says so)"
+    )
     on_disk: bool
     error: str | None
     started_at: datetime | None

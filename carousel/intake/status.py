@@ -22,7 +22,9 @@ from carousel.intake.model import FilePage, FileStatus, RequestPage, RequestSumm
 _FINAL = {TapeRestState.COMPLETED, TapeRestState.FAILED, TapeRestState.CANCELLED}
 
 
-def _file_status(row: Any) -> FileStatus:
+def _file_status(row: Any, grants: Grants) -> FileStatus:
+    if not grants.may_poll(row.path):
+        return FileStatus(path=row.path, state=None, on_disk=False, error=NOT_COVERED)
     state = TapeRestState(row.client_state)
     return FileStatus(
         path=row.path,
@@ -61,7 +63,9 @@ def file_page(
     cursor: str | None,
     state: TapeRestState | None,
 ) -> FilePage:
-    """Files of the request in the client's order, `limit` at a time; pass back `next_cursor` for more."""
+    """Files of the request in the client's order, at most `limit` at a time; pass back `next_cursor` for
+    more. Files outside the credential's scopes carry an error instead of their state, and are left out of
+    a page filtered by state."""
     require_some_poll_scope(caller.grants, "status")
     request = owned_request(session, caller, request_id)
     after = -1
@@ -73,7 +77,10 @@ def file_page(
     more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = str(rows[-1].ordinal) if more and rows else None
-    return FilePage(tuple(_file_status(row) for row in rows), next_cursor)
+    grants = caller.grants
+    if state is not None and not grants.polls_everything:
+        rows = [row for row in rows if grants.may_poll(row.path)]  # being listed would tell their state
+    return FilePage(tuple(_file_status(row, grants) for row in rows), next_cursor)
 
 
 def summary(session: Session, caller: Caller, request_id: str) -> RequestSummary:

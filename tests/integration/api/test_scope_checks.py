@@ -174,3 +174,18 @@ def test_two_tokens_of_one_subject_never_share_a_cached_status(
     assert full[1] == {"path": outside, "state": "SUBMITTED"}
     assert narrow[1] == {"path": outside, "error": FORBIDDEN_PATH}
     assert api.get(f"{API}/stage/{request_id}", headers=headers("storage.poll:/")).json()["files"] == full
+
+
+def test_the_native_file_pages_are_held_to_the_poll_scopes_too(site: Site) -> None:
+    scope = f"storage.poll:{site.directory}"
+    mine, theirs = site.inside[0], site.outside[0]
+    request_id = site.stage([mine, theirs])
+    files = site.call("GET", f"/api/native/v1/requests/{request_id}/files", scope).json()["files"]
+    assert [(f["path"], f["state"], f["error"]) for f in files] == [
+        (mine, "SUBMITTED", None),
+        (theirs, None, FORBIDDEN_PATH),
+    ]
+    url = f"/api/native/v1/requests/{request_id}/files?state=SUBMITTED"
+    assert [f["path"] for f in site.call("GET", url, scope).json()["files"]] == [mine]
+    everything = site.call("GET", url, "storage.poll:/").json()["files"]
+    assert [f["path"] for f in everything] == [mine, theirs]
