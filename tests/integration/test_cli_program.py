@@ -81,6 +81,21 @@ def test_a_path_argument_that_is_not_utf8_is_one_line_and_exit_2() -> None:
     assert "PATH argument 1 is not UTF-8 text" in one_line_error(code, err)
 
 
+def test_option_files_that_are_not_utf8_are_one_line_and_exit_2(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    options = tmp_path / "options.toml"
+    options.write_bytes(b"fifo = {}\n# caf\xe9\n")
+    database = tmp_path / "policy.sqlite3"
+    database.write_bytes(sqlite_template.read_bytes())
+    env = {"CAROUSEL_DATABASE_URL": f"sqlite:///{database}"}
+    code, _, err = carousel("policy", "set", "fifo", "--reason", "r", "--options-file", str(options), env=env)
+    assert f"--options-file {options}: not UTF-8 text" in one_line_error(code, err)
+    simulate = ("simulate", "--workload", "light_load", "--scale", "0.01", "--out", str(tmp_path / "out"))
+    code, _, err = carousel(*simulate, "--policy-options", str(options))
+    assert f"{options}: not UTF-8 text" in one_line_error(code, err)
+
+
 def test_a_malformed_url_is_one_line_and_exit_2() -> None:
     code, _, err = carousel("status", "some-id", "--url", "http://[bad")
     assert "cannot reach carousel" in one_line_error(code, err)
