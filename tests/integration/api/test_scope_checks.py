@@ -96,6 +96,23 @@ def test_a_token_for_everything_sees_every_file(site: Site, scope: str) -> None:
     assert [(f["path"], f["state"]) for f in status.json()["files"]] == [(p, "SUBMITTED") for p in paths]
 
 
+def test_a_stage_token_for_everything_may_release_cancel_and_delete(site: Site) -> None:
+    scope = "storage.stage:/"
+    paths = site.inside[:1] + site.outside[:2]
+    request_id = site.stage(paths)
+    assert (
+        site.call("POST", f"{API}/release/{request_id}", scope, json={"paths": paths[:1]}).status_code == 200
+    )
+    assert (
+        site.call("POST", f"{API}/stage/{request_id}/cancel", scope, json={"paths": paths[1:2]}).status_code
+        == 200
+    )
+    files = site.call("GET", f"{API}/stage/{request_id}", scope).json()["files"]
+    assert [f["state"] for f in files] == ["SUBMITTED", "CANCELLED", "SUBMITTED"]
+    assert site.call("DELETE", f"{API}/stage/{request_id}", scope).status_code == 200
+    assert_problem(site.call("GET", f"{API}/stage/{request_id}", scope), 404)
+
+
 def test_a_poll_token_may_ask_but_not_release_cancel_or_delete(site: Site) -> None:
     request_id = site.stage(site.inside[:2])
     body = {"paths": site.inside[:1]}
