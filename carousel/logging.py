@@ -33,7 +33,10 @@ _SHARED: list[Processor] = [
 def _renderer(log_format: LogFormat, stream: TextIO) -> Processor:
     if log_format == "json":
         return structlog.processors.JSONRenderer()
-    return structlog.dev.ConsoleRenderer(colors=stream.isatty())
+    if stream.isatty():
+        return structlog.dev.ConsoleRenderer(colors=True)
+    # Into a file or a pipe: rich's tracebacks would wrap at 80 columns and split paths and URLs.
+    return structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback)
 
 
 def configure_logging(log_format: LogFormat, level: str = "INFO", stream: TextIO | None = None) -> None:

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from carousel.cli import console as cli_console  # the command line's consoles: unwrapped off a terminal
 
 
 def study(
@@ -25,14 +26,13 @@ def study(
     from studies.report import build_report, select_studies  # noqa: PLC0415 - keeps matplotlib out of every start
 
     names = select_studies(name)  # refuses an unknown name before anything runs
-    console = Console(stderr=True)
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=console, transient=False) as bar:
+    with Progress(*columns, console=cli_console.err, transient=False) as bar:
         tasks: dict[str, TaskID] = {}
 
         def show(study_name: str, step: str, done: int, total: int) -> None:
@@ -41,4 +41,4 @@ def study(
             bar.update(tasks[study_name], completed=done, total=total, description=f"{study_name}: {step}")
 
         index = build_report(names, out, show)
-    Console(highlight=False).print(f"report: {index}")
+    cli_console.out.print(f"report: {index}", markup=False)

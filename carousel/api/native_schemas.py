@@ -10,12 +10,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from carousel.api.webhook_schemas import WebhookIn
 from carousel.domain.states import TapeRestState
 from carousel.intake.access import ALIAS_MAX_LENGTH, ALIAS_PATTERN, is_request_id
+from carousel.intake.activity import ACTIVITY_MAX_LENGTH, ACTIVITY_PATTERN
 from carousel.intake.model import FileStatus, RequestInfo
 from carousel.outlook.request_outlook import RequestOutlook
 
-Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:@+-]+$")]
 # Group names may be WLCG groups, such as "/star/production".
 GroupName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:@+/-]+$")]
+# FTS's activities have spaces ("Data Consolidation"): one rule for both APIs (carousel.intake.activity).
+Activity = Annotated[str, Field(min_length=1, max_length=ACTIVITY_MAX_LENGTH, pattern=ACTIVITY_PATTERN)]
 # A request id (a UUID) is refused as an alias, so an alias never shadows an id.
 Alias = Annotated[str, Field(min_length=1, max_length=ALIAS_MAX_LENGTH, pattern=ALIAS_PATTERN)]
 
@@ -30,7 +32,7 @@ class SubmitIn(_Strict):
     group: GroupName | None = Field(
         default=None, description="fair-share group; default: the caller's first group"
     )
-    activity: Name = "default"
+    activity: Activity = "default"
     alias: Alias | None = Field(
         default=None,
         description="another name for the request, usable wherever the routes take {id} "
@@ -151,7 +153,9 @@ class SummaryOut(BaseModel):
 
 class FileOut(BaseModel):
     path: str
-    state: TapeRestState
+    state: TapeRestState | None = Field(
+        description="null when the credential's scopes do not cover the path (error says so)"
+    )
     on_disk: bool
     error: str | None
     started_at: datetime | None

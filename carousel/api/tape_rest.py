@@ -1,5 +1,5 @@
-"""WLCG Tape REST API v1: discovery, stage (with and without the trailing slash), status, cancel, delete,
-release and archive info, with the exact status codes real clients expect."""
+"""WLCG Tape REST API v1: discovery, stage, status, cancel, delete, release and archive info, each with and
+without a trailing slash, with the exact status codes real clients expect."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ from carousel.intake import cancel as cancel_case
 from carousel.intake import release as release_case
 from carousel.intake import status as status_case
 from carousel.intake import submit as submit_case
+from carousel.intake.activity import activity_of_targeted_metadata
 from carousel.intake.model import Api, StageOrder
 
 PREFIX = "/api/v1"
@@ -94,16 +95,19 @@ def stage(
     caller: CurrentCaller,
 ) -> StageCreated:
     client_info = request.headers.get("clientinfo")
+    limits = context.settings.limits
+    targeted = [f.targetedMetadata for f in body.files[: limits.max_files_per_request_tape_rest]]
+    activity = activity_of_targeted_metadata(targeted, context.settings.site_name)
     order = StageOrder(
         paths=tuple(f.path for f in body.files),
         api=Api.TAPE_REST,
         list_field="files",
         path_field="files[{}].path",
+        activity=activity or "default",
         client_info=client_info[:CLIENT_INFO_MAX] if client_info else None,
         lifetimes=tuple(f.diskLifetime for f in body.files),
         lifetime_field="files[{}].diskLifetime",
     )
-    limits = context.settings.limits
     submitted = submit_case.submit(
         session,
         context.adapter,
@@ -142,10 +146,20 @@ def _status_document_apart(context: AppContext, caller: Caller, request_id: str)
         return _status_document(session, caller, request_id)
 
 
+def _cache_owner(caller: Caller) -> str:
+    """Whose document a cached status is: the caller, and the paths its token may poll when not all (two
+    tokens of one subject may see different files of one request)."""
+    if caller.grants.polls_everything or caller.grants.poll is None:
+        return caller.name
+    areas = sorted(f"{s.prefix}{'/' if s.directory_only else ''}" for s in caller.grants.poll)
+    return caller.name + "\n" + "\n".join(areas)
+
+
 @router.get("/stage/{request_id}", response_model=StageStatusOut)
+@router.get("/stage/{request_id}/", response_model=StageStatusOut, include_in_schema=False)
 def stage_status(request_id: str, context: Context, session: DbSession, caller: CurrentCaller) -> Response:
     body = context.status_cache.get_or_render(
-        caller.name,
+        _cache_owner(caller),
         request_id,
         partial(_status_document, session, caller, request_id),
         partial(_status_document_apart, context, caller, request_id),
@@ -154,6 +168,7 @@ def stage_status(request_id: str, context: Context, session: DbSession, caller: 
 
 
 @router.post("/stage/{request_id}/cancel", status_code=200, response_class=Response)
+@router.post("/stage/{request_id}/cancel/", status_code=200, response_class=Response, include_in_schema=False)
 def cancel(
     request_id: str, body: PathsIn, context: Context, session: DbSession, caller: CurrentCaller
 ) -> Response:
@@ -170,6 +185,7 @@ def cancel(
 
 
 @router.delete("/stage/{request_id}", status_code=200, response_class=Response)
+@router.delete("/stage/{request_id}/", status_code=200, response_class=Response, include_in_schema=False)
 def delete(request_id: str, context: Context, session: DbSession, caller: CurrentCaller) -> Response:
     cancel_case.delete(session, context.clock, caller, request_id, buffer_on=context.settings.buffer.enabled)
     after_commit(session, partial(context.status_cache.invalidate, request_id))
@@ -177,6 +193,7 @@ def delete(request_id: str, context: Context, session: DbSession, caller: Curren
 
 
 @router.post("/release/{request_id}", status_code=200, response_class=Response)
+@router.post("/release/{request_id}/", status_code=200, response_class=Response, include_in_schema=False)
 def release(
     request_id: str, body: PathsIn, context: Context, session: DbSession, caller: CurrentCaller
 ) -> Response:

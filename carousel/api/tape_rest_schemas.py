@@ -19,7 +19,9 @@ class StageFileIn(_Lenient):
     # how long to keep the file on disk once staged: seconds or an ISO 8601 duration (PT1H, P1D), checked
     # by the intake (carousel.intake.lifetimes) so a bad one is a 400 naming files[i].diskLifetime
     diskLifetime: Any = None  # noqa: N815 (the standard's spelling)
-    targetedMetadata: Any = None  # noqa: N815 (metadata for other endpoints is ignored)
+    # {"<sitename>": {"activity": "..."}}: the activity is taken (carousel.intake.activity); metadata for
+    # other endpoints, and other keys, are ignored.
+    targetedMetadata: Any = None  # noqa: N815
 
 
 class StageIn(_Lenient):
@@ -36,7 +38,9 @@ class StageCreated(BaseModel):
 
 class StageFileOut(BaseModel):
     path: str
-    state: TapeRestState
+    state: TapeRestState | None = Field(
+        default=None, description="absent when the credential's scopes do not cover the path (see error)"
+    )
     error: str | None = None
     startedAt: int | None = Field(default=None, description="epoch seconds")  # noqa: N815
     finishedAt: int | None = Field(default=None, description="epoch seconds")  # noqa: N815

@@ -1,8 +1,11 @@
 """WLCG storage scopes (WLCG Common JWT Profiles 1.1, section 2.2.1) turned into Grants.
 
-`storage.stage:/p` allows staging under /p and is a superset of `storage.read:/p`; every `storage.*` scope
-allows status ("stat") under its path. A `storage.*` scope without a path makes the token invalid, as the
-profile requires. Paths are percent-decoded, normalised, and placed inside the issuer's base path.
+`storage.stage:/p` allows staging under /p (and cancelling, releasing, deleting) and is a superset of
+`storage.read:/p`, which allows reading staged files' bytes. Every `storage.*` scope, `storage.poll` (what
+CTA's checks and pollers mint) among them, allows status and archive info ("stat") under its path. A
+`storage.*` scope without a path makes the token invalid, as the profile requires. Paths are
+percent-decoded, normalised, and placed inside the issuer's base path. The table of which scope allows which
+call is in docs/security.md.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from carousel.auth.errors import InvalidToken
 from carousel.domain.grants import Grants, PathScope
 
 STAGE = "storage.stage"
-READ_ONLY = frozenset({"storage.read", "storage.create", "storage.modify"})
+READ = "storage.read"
+POLL_ONLY = frozenset({"storage.poll", "storage.create", "storage.modify"})  # status and archive info only
 GROUP_SHARING_SCOPE = "carousel.group"  # the token's holder shares its groups' requests
 _SLASHES = re.compile(r"//+")
 
@@ -24,12 +28,13 @@ _SLASHES = re.compile(r"//+")
 @dataclass(frozen=True, slots=True)
 class ParsedScopes:
     stage: tuple[PathScope, ...]
-    read: tuple[PathScope, ...]
+    poll: tuple[PathScope, ...]  # every storage scope's area
+    read: tuple[PathScope, ...]  # storage.read's and storage.stage's
     others: frozenset[str]  # every scope that is not a storage capability, as written
 
     @property
     def has_capabilities(self) -> bool:
-        return bool(self.stage or self.read)
+        return bool(self.poll)
 
 
 def split_scope_claim(claim: object) -> list[str]:
@@ -61,20 +66,23 @@ def scope_path(raw: str, base_path: str) -> PathScope:
 
 def parse_scopes(scopes: Iterable[str], base_path: str = "/") -> ParsedScopes:
     stage: list[PathScope] = []
+    poll: list[PathScope] = []
     read: list[PathScope] = []
     others: set[str] = set()
     for scope in scopes:
         name, colon, path = scope.partition(":")
-        if name == STAGE or name in READ_ONLY:
+        if name in (STAGE, READ) or name in POLL_ONLY:
             if not colon or not path:
                 raise InvalidToken(f"scope {scope[:80]!r} has no path (the WLCG profile requires one)")
             area = scope_path(path, base_path)
-            read.append(area)
+            poll.append(area)
+            if name in (STAGE, READ):
+                read.append(area)
             if name == STAGE:
                 stage.append(area)
         else:
             others.add(scope)
-    return ParsedScopes(tuple(stage), tuple(read), frozenset(others))
+    return ParsedScopes(tuple(stage), tuple(poll), tuple(read), frozenset(others))
 
 
 def grants_of(
@@ -89,13 +97,14 @@ def grants_of(
     """Capabilities when the credential has any; else (as the profile says) its groups decide: one of
     `group_access` allows everything inside base_path, none allows nothing."""
     if parsed.has_capabilities:
-        stage, read = parsed.stage, parsed.read
+        stage, poll, read = parsed.stage, parsed.poll, parsed.read
     elif set(groups) & set(group_access):
-        stage = read = (PathScope(base_path),)
+        stage = poll = read = (PathScope(base_path),)
     else:
-        stage = read = ()
+        stage = poll = read = ()
     return Grants(
         stage=stage,
+        poll=poll,
         read=read,
         admin=admin,
         shared_groups=frozenset(groups) if share_groups else frozenset(),

@@ -31,6 +31,8 @@ from carousel.domain.errors import ConfigError, DomainError
 
 NATIVE = "/api/native/v1"
 FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED")
+# carousel status: what a script can tell from the exit status (docs/cli.md)
+ALL_COMPLETED, NOT_ALL_COMPLETED, STILL_ACTIVE = 0, 1, 3
 
 
 class OneLineErrors(TyperGroup):
@@ -55,6 +57,8 @@ class OneLineErrors(TyperGroup):
             _fail(exc.format_message(), standalone=standalone_mode)
         except (CliFailure, ConfigError, DomainError) as exc:
             _fail(str(exc), standalone=standalone_mode)
+        except Exception as exc:  # a bug: still one line, naming what broke, as docs/cli.md promises
+            _fail(f"unexpected {type(exc).__name__}: {exc}", standalone=standalone_mode)
         code = result if isinstance(result, int) else 0
         if standalone_mode:
             sys.exit(code)
@@ -155,11 +159,18 @@ def _base_url(url: str | None) -> str:
 def _call(method: str, url: str, *, json: object = None, params: Mapping[str, Any] | None = None) -> Any:
     try:
         response = httpx.request(method, url, json=json, params=params, timeout=TIMEOUT_S)
-    except httpx.TransportError as exc:
+    except (httpx.TransportError, httpx.InvalidURL) as exc:
         raise CliFailure(f"cannot reach carousel at {url}: {exc or type(exc).__name__}") from exc
+    except UnicodeEncodeError:  # an argument that is not text (bytes from argv that are not UTF-8)
+        raise CliFailure("an argument is not UTF-8 text") from None
     if response.status_code >= 400:
         raise CliFailure(_problem_line(response))
-    return response.json() if response.content else None
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        raise CliFailure(f"{url} did not answer JSON: is it a carousel service?") from None
 
 
 def _problem_line(response: httpx.Response) -> str:
@@ -175,15 +186,44 @@ def _problem_line(response: httpx.Response) -> str:
 
 def _read_paths(paths: Sequence[str], from_file: Path | None) -> list[str]:
     found = list(paths)
+    for n, path in enumerate(found, 1):
+        if not _is_text(path):
+            raise CliFailure(
+                f"PATH argument {n} is not UTF-8 text: {path.encode('utf-8', 'surrogateescape')!r}"
+            )
     if from_file is not None:
-        try:
-            text = sys.stdin.read() if str(from_file) == "-" else from_file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise CliFailure(f"--from-file {from_file}: {exc.strerror or exc}") from exc
+        text = _utf8_text(from_file)
         found.extend(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
     if not found:
         raise CliFailure("no paths: give PATH arguments or --from-file FILE")
     return found
+
+
+def _is_text(argument: str) -> bool:
+    """Python keeps argv bytes that are not UTF-8 as lone surrogates: no path can be made of them."""
+    try:
+        argument.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _utf8_text(from_file: Path) -> str:
+    """The file's (or standard input's, for '-') text; paths are UTF-8, so anything else is refused in one
+    line naming where the first bad byte is."""
+    where = "standard input" if str(from_file) == "-" else str(from_file)
+    try:
+        raw = sys.stdin.buffer.read() if str(from_file) == "-" else from_file.read_bytes()
+    except OSError as exc:
+        raise CliFailure(f"--from-file {where}: {exc.strerror or exc}") from exc
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise CliFailure(
+            f"--from-file {where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} on line {line}); "
+            "paths are read as UTF-8, one a line"
+        ) from None
 
 
 @app.command()
@@ -216,9 +256,27 @@ def _summary(base: str, request_id: str) -> dict[str, Any]:
     return summary
 
 
+def outcome(summary: Mapping[str, Any]) -> tuple[str, int]:
+    """What the request came to, in words and as carousel status's exit status: ACTIVE (3) while any file
+    is pending; DONE (0) when every file completed; else 1, said FAILED or CANCELLED when every file
+    failed or was cancelled, and with the counts when only some were."""
+    if summary["request"]["state"] == "ACTIVE":
+        return "ACTIVE", STILL_ACTIVE
+    counts: Mapping[str, int] = summary["counts"]
+    total = sum(counts.values())
+    completed = counts.get("COMPLETED", 0)
+    if completed == total:
+        return "DONE", ALL_COMPLETED
+    for state in ("FAILED", "CANCELLED"):
+        if counts.get(state, 0) == total:
+            return state, NOT_ALL_COMPLETED
+    ended = ", ".join(f"{counts[s]} {s}" for s in ("FAILED", "CANCELLED") if counts.get(s))
+    return f"DONE, {completed} of {total} COMPLETED ({ended})", NOT_ALL_COMPLETED
+
+
 def _print_summary(summary: Mapping[str, Any]) -> None:
     request = summary["request"]
-    table = Table(title=f"request {request['id']}: {request['state']}", show_edge=False)
+    table = Table(title=f"request {request['id']}: {outcome(summary)[0]}", show_edge=False)
     for state in summary["counts"]:
         table.add_column(state, justify="right")
     table.add_row(*(str(n) for n in summary["counts"].values()))
@@ -232,7 +290,10 @@ def _print_failures(base: str, request_id: str, limit: int = 10) -> None:
         "GET", f"{base}{NATIVE}/requests/{request_id}/files", params={"state": "FAILED", "limit": limit}
     )
     for file in page["files"]:
-        out.print(f"FAILED {file['path']}: {file.get('error') or 'no reason given'}")
+        # markup off: a path or a library's reason may hold [brackets]
+        out.print(
+            f"FAILED {file['path']}: {file.get('error') or 'no reason given'}", markup=False, soft_wrap=True
+        )
 
 
 def _watch(base: str, request_id: str, timeout_s: float, interval_s: float) -> dict[str, Any]:
@@ -271,12 +332,14 @@ def status(
     interval: Annotated[float, typer.Option(min=0.05, help="seconds between polls while watching")] = 1.0,
     url: UrlOption = None,
 ) -> None:
-    """A request's files by state; --watch shows a progress bar until every file is done."""
+    """A request's files by state; --watch shows a progress bar until every file is done. Exit status: 0
+    every file completed, 1 done with files failed or cancelled, 3 still active, 2 no answer."""
     base = _base_url(url)
     summary = _watch(base, request_id, timeout, interval) if watch else _summary(base, request_id)
     _print_summary(summary)
     if summary["counts"].get("FAILED"):
         _print_failures(base, request_id)
+    raise typer.Exit(outcome(summary)[1])
 
 
 @app.command()

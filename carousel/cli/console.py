@@ -1,13 +1,41 @@
-"""What every command shares: where it prints, and the failure it reports in one line (exit status 2)."""
+"""What every command shares: where it prints, and the failure it reports in one line (exit status 2).
+
+On a terminal, output fits the terminal's width. Into a pipe, a file or a log, rich would wrap at 80
+columns and split URLs and paths in two; there lines are never wrapped (COLUMNS, when set, still wins)."""
 
 from __future__ import annotations
+
+import os
+import sys
+from typing import TextIO
 
 from rich.console import Console
 
 ERROR_EXIT = 2
+UNWRAPPED_WIDTH = 100_000  # rich lays out to a width; this one no line reaches
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+
+def console_for(stream: TextIO, *, stderr: bool = False) -> Console:
+    """A console on `stream` (sys.stdout or sys.stderr, looked up when printing), wrapping only on a
+    terminal."""
+    wraps = _isatty(stream) or bool(os.environ.get("COLUMNS"))
+    return Console(
+        stderr=stderr,
+        highlight=False,
+        width=None if wraps else UNWRAPPED_WIDTH,
+        soft_wrap=not wraps,
+    )
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except ValueError:  # closed
+        return False
+
+
+out = console_for(sys.stdout)
+err = console_for(sys.stderr, stderr=True)
 
 
 class CliFailure(Exception):

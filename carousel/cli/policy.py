@@ -77,6 +77,10 @@ def read_options(options: str | None, options_file: Path | None) -> dict[str, An
             raise InvalidInput(
                 f"--options-file {options_file}: {exc.strerror or exc}", field="options"
             ) from exc
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(
+                f"--options-file {options_file}: not UTF-8 text: {exc.reason}", field="options"
+            ) from None
         try:
             parsed = json.loads(text) if options_file.suffix == ".json" else tomllib.loads(text)
         except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import bindparam, exists, func, select, update
 from sqlalchemy.orm import Session
 
+from carousel.db.link_start import started_of_ending_recall
 from carousel.db.models import Mount, QueuedFileRow, Recall, RequestFile, StageRequest
 from carousel.db.state_sets import one_of
 from carousel.db.webhook_queries import enqueue_deliveries
@@ -145,7 +146,13 @@ def files_staged(session: Session, rows: Sequence[dict[str, Any]], pinning: Pinn
         session,
         update(L)
         .where(L.file_id == bindparam("b_file"), L.state == LinkState.PENDING.value)
-        .values(state=LinkState.COMPLETED.value, error=None, finished_at=bindparam("b_at"), **pins),
+        .values(
+            state=LinkState.COMPLETED.value,
+            error=None,
+            finished_at=bindparam("b_at"),
+            started_at=started_of_ending_recall(),
+            **pins,
+        ),
         rows,
     )
     request_ids: set[str] = set()

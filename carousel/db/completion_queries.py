@@ -12,6 +12,7 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, delete, exists, insert, select, tuple_, update
 from sqlalchemy.orm import Session
 
+from carousel.db.link_start import started_of_ending_recall
 from carousel.db.models import AppliedEvent, Mount, QueuedFileRow, Recall, RequestFile, StageRequest
 from carousel.db.state_sets import values
 from carousel.db.webhook_queries import enqueue_deliveries
@@ -103,7 +104,7 @@ def finish_links(
     request_ids = session.scalars(
         update(RequestFile)
         .where(RequestFile.file_id == file_id, RequestFile.state == LinkState.PENDING.value)
-        .values(state=link_state.value, error=error, finished_at=at)
+        .values(state=link_state.value, error=error, finished_at=at, started_at=started_of_ending_recall())
         .returning(RequestFile.request_id)
     ).all()
     close_finished_requests(session, set(request_ids), at)

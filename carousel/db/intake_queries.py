@@ -34,6 +34,7 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.orm import Session
 
+from carousel.db.link_start import recall_started, started_of_recall_in_flight
 from carousel.db.models import QueuedFileRow, RequestAlias, RequestFile, StageRequest, UtcDateTime
 from carousel.db.state_sets import quoted, values
 from carousel.db.webhook_queries import enqueue_deliveries
@@ -324,6 +325,15 @@ def paths_in_request(session: Session, request_id: str, paths: Sequence[str]) ->
     return found
 
 
+def request_paths(session: Session, request_id: str) -> list[str]:
+    """Every path the request names, in the client's order."""
+    return list(
+        session.scalars(
+            select(LINKS.c.path).where(LINKS.c.request_id == request_id).order_by(LINKS.c.ordinal)
+        )
+    )
+
+
 def cancel_links(session: Session, request_id: str, paths: Sequence[str] | None, now: datetime) -> list[int]:
     """The request's PENDING links (of `paths`, or all) become CANCELLED. Returns the file ids touched."""
     base = LINKS.c.request_id == request_id
@@ -335,7 +345,9 @@ def cancel_links(session: Session, request_id: str, paths: Sequence[str] | None,
         result = session.execute(
             update(LINKS)
             .where(condition)
-            .values(state=LinkState.CANCELLED.value, finished_at=now)
+            .values(
+                state=LinkState.CANCELLED.value, finished_at=now, started_at=started_of_recall_in_flight()
+            )
             .returning(LINKS.c.file_id)
         )
         file_ids.extend(result.scalars())
@@ -452,14 +464,14 @@ def link_status_query(request_id: str) -> Select[Any]:
             LINKS.c.path,
             client_state_expression().label("client_state"),
             case((pending, FILES.c.error), else_=LINKS.c.error).label("error"),
-            # An ended link knows when it ended; when it started is the file's, while the file still
-            # holds the recall that ended it (a later request may have queued the file anew).
+            # A pending link follows its file's recall; an ended one keeps when its recall started (links
+            # ended before that was kept: the file's, while it still holds the recall that ended them).
             case(
-                (
-                    or_(pending, LINKS.c.finished_at == FILES.c.finished_at),
-                    func.coalesce(FILES.c.started_at, FILES.c.submitted_at, FILES.c.claimed_at),
+                (pending, recall_started()),
+                else_=func.coalesce(
+                    LINKS.c.started_at,
+                    case((LINKS.c.finished_at == FILES.c.finished_at, recall_started())),
                 ),
-                else_=None,
             ).label("started_at"),
             case((pending, FILES.c.finished_at), else_=LINKS.c.finished_at).label("finished_at"),
             and_(FILES.c.state == FileState.STAGED.value, FILES.c.on_disk).label("on_disk"),

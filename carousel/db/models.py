@@ -204,6 +204,8 @@ class RequestFile(Base):
     # the pin this link holds on its file's disk copy lasts to this epoch second (set when the bytes land
     # or when the link joins a file already on disk)
     pin_until_s: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    # When the recall that ended this link had started (carousel.db.link_start); NULL while pending.
+    started_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
 
 
 class Mount(Base):

@@ -35,12 +35,15 @@ def covered(scopes: Iterable[PathScope], path: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Grants:
-    """`stage` and `read` are None when the credential is not limited by capabilities; else the areas
-    where files may be staged (and so managed), and where their status may be read (every storage.*
-    scope allows that, as the WLCG profile says of "stat"). `shared_groups`: groups whose requests the
-    caller may see and manage as its own. `any_group`: may name any group in a request, not only its own."""
+    """`stage`, `poll` and `read` are None when the credential is not limited by capabilities; else the
+    areas where files may be staged (and so cancelled, released, deleted); where their status and archive
+    info may be asked (every storage.* scope allows that, as the WLCG profile says of "stat"); and where a
+    staged file's bytes may be read (`storage.read`, and `storage.stage`, its superset). `shared_groups`:
+    groups whose requests the caller may see and manage as its own. `any_group`: may name any group in a
+    request, not only its own."""
 
     stage: tuple[PathScope, ...] | None = None
+    poll: tuple[PathScope, ...] | None = None
     read: tuple[PathScope, ...] | None = None
     admin: bool = False
     shared_groups: frozenset[str] = frozenset()
@@ -48,13 +51,27 @@ class Grants:
 
     @property
     def capability_based(self) -> bool:
-        return self.stage is not None or self.read is not None
+        return self.stage is not None or self.poll is not None or self.read is not None
 
     def may_stage(self, path: str) -> bool:
         return self.stage is None or covered(self.stage, path)
 
+    def may_poll(self, path: str) -> bool:
+        """May see this path's state in a request, and its archive info."""
+        return self.poll is None or covered(self.poll, path)
+
     def may_read(self, path: str) -> bool:
+        """May read the bytes of this path's staged copy (GET or HEAD on the file at the service)."""
         return self.read is None or covered(self.read, path)
+
+    @property
+    def stages_everything(self) -> bool:
+        return self.stage is None or any(scope.prefix == "/" for scope in self.stage)
+
+    @property
+    def polls_everything(self) -> bool:
+        """No path is outside the poll scopes: status needs no check per file."""
+        return self.poll is None or any(scope.prefix == "/" for scope in self.poll)
 
 
 UNRESTRICTED = Grants()
@@ -77,9 +94,19 @@ def require_some_stage_scope(grants: Grants, action: str) -> None:
         raise Forbidden(f"{action} needs a storage.stage scope, and the token has none")
 
 
-def require_some_read_scope(grants: Grants, action: str) -> None:
-    if grants.read is not None and not grants.read:
+def require_some_poll_scope(grants: Grants, action: str) -> None:
+    """Status and archive info: any storage.* scope of some path (each file is then judged by its path)."""
+    if grants.poll is not None and not grants.poll:
         raise Forbidden(f"{action} needs a storage.* scope, and the token has none")
+
+
+def require_read(grants: Grants, path: str, *, field: str) -> None:
+    """Reading a staged file's bytes: a storage.read (or storage.stage) scope covering the path."""
+    if not grants.may_read(path):
+        raise Forbidden(
+            f"{field}: no storage.read or storage.stage scope of the credential covers {path[:200]!r}",
+            field=field,
+        )
 
 
 def require_group(grants: Grants, groups: Sequence[str], group: str) -> None:

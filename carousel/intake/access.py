@@ -1,4 +1,5 @@
-"""Finding a caller's own request: another caller's request, or a deleted one, is not found."""
+"""Finding a caller's own request: another caller's request, or a deleted one, is not found. A path outside
+the credential's storage scopes is answered with NOT_COVERED in place of what is known of it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from carousel.domain.callers import Caller
 from carousel.domain.errors import NotFound
 from carousel.domain.states import RequestState
 from carousel.intake.model import RequestInfo
+
+NOT_COVERED = "forbidden: no storage.* scope of the credential covers this path"
 
 
 def is_request_id(text: str) -> bool:

@@ -10,14 +10,13 @@ from sqlalchemy.orm import Session
 
 from carousel.db import intake_queries as q
 from carousel.domain.errors import InvalidInput
-from carousel.domain.grants import UNRESTRICTED, Grants, require_some_read_scope
+from carousel.domain.grants import UNRESTRICTED, Grants, require_some_poll_scope
+from carousel.intake.access import NOT_COVERED
 from carousel.intake.model import ArchiveInfo, Locality
 from carousel.intake.paths import normalise_path
 from hsm_adapters.base import HsmAdapter, LookupResult, NotOnTape, OnTape, Unknown
 
 log = logging.getLogger(__name__)
-
-NOT_COVERED = "forbidden: no storage.* scope of the credential covers this path"
 
 
 def _locality(result: LookupResult, staged_here: bool, *, buffer_on: bool) -> ArchiveInfo:
@@ -45,7 +44,7 @@ def archive_info(
 ) -> list[ArchiveInfo]:
     """One entry per path given, in order, each naming the path as the client wrote it. A path the
     caller's credential does not cover gets an error, and the library is not asked about it."""
-    require_some_read_scope(grants, "archive info")
+    require_some_poll_scope(grants, "archive info")
     normalised: dict[int, str] = {}
     answers: dict[int, ArchiveInfo] = {}
     for index, raw in enumerate(raw_paths):
@@ -57,7 +56,7 @@ def archive_info(
         except InvalidInput as exc:
             answers[index] = ArchiveInfo(raw, error=exc.detail)
             continue
-        if grants.may_read(path):
+        if grants.may_poll(path):
             normalised[index] = path
         else:
             answers[index] = ArchiveInfo(raw, error=NOT_COVERED)

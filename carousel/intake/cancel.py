@@ -12,7 +12,7 @@ from carousel.db import intake_queries as q
 from carousel.domain.callers import Caller
 from carousel.domain.clock import Clock
 from carousel.domain.errors import InvalidInput
-from carousel.domain.grants import require_some_stage_scope
+from carousel.domain.grants import require_some_stage_scope, require_stage
 from carousel.intake.access import owned_request
 from carousel.intake.paths import normalise_paths
 
@@ -49,6 +49,18 @@ def selected_paths(
     return paths_of_request(session, request_id, raw_paths, field=field, max_path_bytes=max_path_bytes)
 
 
+def require_stage_of(
+    session: Session, caller: Caller, request_id: str, paths: Sequence[str] | None, *, field: str
+) -> None:
+    """Cancelling, releasing or deleting files changes what is staged: the stage scopes must cover each
+    path named, or every path of the request when none is named. Forbidden (nothing changes) otherwise."""
+    if caller.grants.stages_everything:
+        return
+    require_stage(
+        caller.grants, q.request_paths(session, request_id) if paths is None else paths, field=field
+    )
+
+
 def cancel(
     session: Session,
     clock: Clock,
@@ -63,6 +75,7 @@ def cancel(
     require_some_stage_scope(caller.grants, "cancel")
     request = owned_request(session, caller, request_id)
     paths = selected_paths(session, request.id, raw_paths, field=field, max_path_bytes=max_path_bytes)
+    require_stage_of(session, caller, request.id, paths, field=field)
     now = clock.now()
     file_ids = q.cancel_links(session, request.id, paths, now)
     q.settle_abandoned_files(session, file_ids, now)
@@ -76,6 +89,7 @@ def delete(
     scheduler evicts what no pin holds), and hide it from its owner."""
     require_some_stage_scope(caller.grants, "delete")
     request = owned_request(session, caller, request_id)
+    require_stage_of(session, caller, request.id, None, field="id")
     now = clock.now()
     file_ids = q.cancel_links(session, request.id, None, now)
     q.settle_abandoned_files(session, file_ids, now)

@@ -41,8 +41,11 @@ class StageOrder:
 
 @dataclass(frozen=True, slots=True)
 class FileStatus:
+    """One file of a request as its requester sees it; `state` is None (and `error` says why) for a file
+    the credential's scopes do not cover."""
+
     path: str
-    state: TapeRestState
+    state: TapeRestState | None
     on_disk: bool
     error: str | None = None
     started_at: datetime | None = None

@@ -15,9 +15,9 @@ from sqlalchemy.orm import Session
 from carousel.db import intake_queries as q
 from carousel.domain.callers import Caller
 from carousel.domain.clock import Clock
-from carousel.domain.grants import require_some_stage_scope
+from carousel.domain.grants import require_some_stage_scope, require_stage
 from carousel.intake.access import find_owned_request, owned_request
-from carousel.intake.cancel import distinct_paths, paths_of_request, selected_paths
+from carousel.intake.cancel import distinct_paths, paths_of_request, require_stage_of, selected_paths
 
 
 def release(
@@ -37,6 +37,7 @@ def release(
         paths = paths_of_request(session, request_id, raw_paths, field=field, max_path_bytes=max_path_bytes)
     else:
         paths = distinct_paths(raw_paths, field=field, max_path_bytes=max_path_bytes)
+    require_stage(caller.grants, paths, field=field)
     now = clock.now()
     file_ids = q.release_links(
         session, owner=caller.name, request_id=request_id if known else None, paths=paths, now=now
@@ -59,6 +60,7 @@ def release_request(
     require_some_stage_scope(caller.grants, "release")
     request = owned_request(session, caller, request_id)
     paths = selected_paths(session, request.id, raw_paths, field=field, max_path_bytes=max_path_bytes)
+    require_stage_of(session, caller, request.id, paths, field=field)
     file_ids = q.release_links(
         session, owner=caller.name, request_id=request.id, paths=paths, now=clock.now()
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -13,15 +14,17 @@ from sqlalchemy.orm import Session
 from carousel.db import intake_queries as q
 from carousel.domain.callers import Caller
 from carousel.domain.errors import InvalidInput
-from carousel.domain.grants import require_some_read_scope
+from carousel.domain.grants import Grants, require_some_poll_scope
 from carousel.domain.states import RequestState, TapeRestState
-from carousel.intake.access import owned_request, request_info
+from carousel.intake.access import NOT_COVERED, owned_request, request_info
 from carousel.intake.model import FilePage, FileStatus, RequestPage, RequestSummary, StatusDocument
 
 _FINAL = {TapeRestState.COMPLETED, TapeRestState.FAILED, TapeRestState.CANCELLED}
 
 
-def _file_status(row: Any) -> FileStatus:
+def _file_status(row: Any, grants: Grants) -> FileStatus:
+    if not grants.may_poll(row.path):
+        return FileStatus(path=row.path, state=None, on_disk=False, error=NOT_COVERED)
     state = TapeRestState(row.client_state)
     return FileStatus(
         path=row.path,
@@ -36,9 +39,20 @@ def _file_status(row: Any) -> FileStatus:
 
 def request_status_document(session: Session, caller: Caller, request_id: str) -> StatusDocument:
     """The request, and its files as the Tape REST API lists them (JSON rendered by the database)."""
-    require_some_read_scope(caller.grants, "status")
+    require_some_poll_scope(caller.grants, "status")
     request = owned_request(session, caller, request_id)
-    return StatusDocument(request_info(request), q.status_files_json(session, request.id))
+    files_json = q.status_files_json(session, request.id)
+    if not caller.grants.polls_everything:
+        files_json = _outside_scopes_hidden(files_json, caller.grants)
+    return StatusDocument(request_info(request), files_json)
+
+
+def _outside_scopes_hidden(files_json: str, grants: Grants) -> str:
+    """Each file no poll scope covers carries an error instead of its state, as in archive info: a token
+    for one directory learns nothing of another's files, even in a request of its owner's."""
+    files = json.loads(files_json)
+    shown = [f if grants.may_poll(f["path"]) else {"path": f["path"], "error": NOT_COVERED} for f in files]
+    return json.dumps(shown, separators=(",", ":"))
 
 
 def file_page(
@@ -50,8 +64,10 @@ def file_page(
     cursor: str | None,
     state: TapeRestState | None,
 ) -> FilePage:
-    """Files of the request in the client's order, `limit` at a time; pass back `next_cursor` for more."""
-    require_some_read_scope(caller.grants, "status")
+    """Files of the request in the client's order, at most `limit` at a time; pass back `next_cursor` for
+    more. Files outside the credential's scopes carry an error instead of their state, and are left out of
+    a page filtered by state."""
+    require_some_poll_scope(caller.grants, "status")
     request = owned_request(session, caller, request_id)
     after = -1
     if cursor is not None:
@@ -62,11 +78,14 @@ def file_page(
     more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = str(rows[-1].ordinal) if more and rows else None
-    return FilePage(tuple(_file_status(row) for row in rows), next_cursor)
+    grants = caller.grants
+    if state is not None and not grants.polls_everything:
+        rows = [row for row in rows if grants.may_poll(row.path)]  # being listed would tell their state
+    return FilePage(tuple(_file_status(row, grants) for row in rows), next_cursor)
 
 
 def summary(session: Session, caller: Caller, request_id: str) -> RequestSummary:
-    require_some_read_scope(caller.grants, "status")
+    require_some_poll_scope(caller.grants, "status")
     request = owned_request(session, caller, request_id)
     counts = q.client_state_counts(session, request.id)
     return RequestSummary(
@@ -101,7 +120,7 @@ def list_requests(
     states: Sequence[RequestState] = (RequestState.ACTIVE, RequestState.DONE),
 ) -> RequestPage:
     """The caller's requests (and those of the groups it shares), newest first."""
-    require_some_read_scope(caller.grants, "listing requests")
+    require_some_poll_scope(caller.grants, "listing requests")
     before = _decode_listing_cursor(cursor) if cursor is not None else None
     rows = q.list_requests(
         session,

@@ -10,7 +10,7 @@ from carousel.db import webhook_queries as q
 from carousel.domain.callers import Caller
 from carousel.domain.clock import Clock
 from carousel.domain.errors import Conflict, InvalidInput, NotFound
-from carousel.domain.grants import require_some_read_scope, require_some_stage_scope
+from carousel.domain.grants import require_some_poll_scope, require_some_stage_scope
 from carousel.domain.states import RequestState
 from carousel.intake.access import is_request_id, owned_request
 from carousel.webhooks.urls import check_url
@@ -70,7 +70,7 @@ def register(
 
 
 def webhooks(session: Session, caller: Caller, request_id: str) -> list[q.WebhookView]:
-    require_some_read_scope(caller.grants, "listing webhooks")
+    require_some_poll_scope(caller.grants, "listing webhooks")
     request = owned_request(session, caller, request_id)
     return q.webhooks_of(session, request.id)
 

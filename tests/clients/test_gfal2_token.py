@@ -123,3 +123,22 @@ def test_gfal_stages_nothing_without_a_token_or_outside_its_scope(
     assert code != 0 or "FAILED" in output, output
     expected = "401" if scope is None else "403"
     assert expected in output, output
+
+
+def test_gfal_archivepoll_with_a_poll_only_token(secured: Secured) -> None:
+    # CTA's checks poll with a token that carries nothing but storage.poll:/ (issue 17).
+    surl = secured.surl()
+    token = secured.issuer.mint(SystemClock().now(), sub="poller", scope="storage.poll:/", lifetime_s=600)
+    env = {**secured.env, "BEARER_TOKEN": token}
+    result = subprocess.run(
+        ["gfal-archivepoll", surl, "--polling-timeout", "5"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=CLIENT_TIMEOUT_S,
+        check=False,
+    )
+    output = result.stdout + result.stderr
+    assert last_status(output) == {surl: "READY"}, output
+    _, staged = secured.bringonline(secured.surl(), token)  # polling is not staging
+    assert "403" in staged and "READY" not in staged, staged

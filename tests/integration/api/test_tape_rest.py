@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from carousel.db.completion_queries import finish_file
 from carousel.db.models import QueuedFileRow, StageRequest
 from carousel.domain.clock import ManualClock
-from carousel.domain.states import FileState
+from carousel.domain.states import STAGE, FileState
 from tests.integration.api.conftest import BASE_URL, RowCounts, SyncApi, assert_problem, stage
 
 
@@ -237,3 +239,130 @@ def test_a_cached_status_is_dropped_by_a_cancel(
     assert states == ["COMPLETED", "CANCELLED"]
     assert api.delete(f"/api/v1/stage/{request_id}").status_code == 200
     assert_problem(api.get(f"/api/v1/stage/{request_id}"), 404)
+
+
+def test_every_route_takes_a_trailing_slash(api: SyncApi, library_paths: list[str]) -> None:
+    request_id = stage(api, library_paths[:3])
+    body = {"paths": [library_paths[0]]}
+    assert api.get(f"/api/v1/stage/{request_id}/").json()["id"] == request_id
+    assert api.post(f"/api/v1/stage/{request_id}/cancel/", json=body).status_code == 200
+    assert api.post(f"/api/v1/release/{request_id}/", json=body).status_code == 200
+    states = [f["state"] for f in api.get(f"/api/v1/stage/{request_id}").json()["files"]]
+    assert states == ["CANCELLED", "SUBMITTED", "SUBMITTED"]
+    assert api.delete(f"/api/v1/stage/{request_id}/").status_code == 200
+    assert_problem(api.get(f"/api/v1/stage/{request_id}"), 404)
+
+
+def _mark_in_flight(session_factory: sessionmaker[Session], path: str, clock: ManualClock) -> None:
+    """What a cycle leaves behind once the library took the file."""
+    with session_factory() as session, session.begin():
+        session.execute(
+            update(QueuedFileRow)
+            .where(QueuedFileRow.path == path)
+            .values(state=FileState.SUBMITTED.value, claimed_at=clock.now(), submitted_at=clock.now())
+        )
+
+
+def test_a_started_file_keeps_its_started_at_once_cancelled_and_queued_again(
+    api: SyncApi, library_paths: list[str], session_factory: sessionmaker[Session], clock: ManualClock
+) -> None:
+    path = library_paths[0]
+    request_id = stage(api, [path])
+    clock.advance(60)
+    started = int(clock.now().timestamp())
+    _mark_in_flight(session_factory, path, clock)
+    assert api.get(f"/api/v1/stage/{request_id}").json()["files"][0]["startedAt"] == started
+    clock.advance(60)
+    assert api.post(f"/api/v1/stage/{request_id}/cancel", json={"paths": [path]}).status_code == 200
+    [cancelled] = api.get(f"/api/v1/stage/{request_id}").json()["files"]
+    assert cancelled == {
+        "path": path,
+        "state": "CANCELLED",
+        "startedAt": started,
+        "finishedAt": started + 60,
+    }
+    # The library stops the read; a later request queues the file anew: the first answer stays as it was.
+    with session_factory() as session, session.begin():
+        session.execute(
+            update(QueuedFileRow)
+            .where(QueuedFileRow.path == path)
+            .values(state=FileState.CANCELLED.value, finished_at=clock.now())
+        )
+    clock.advance(60)
+    stage(api, [path])
+    assert api.get(f"/api/v1/stage/{request_id}").json()["files"] == [cancelled]
+
+
+def test_a_completed_file_keeps_its_started_at_when_queued_again(
+    api: SyncApi, library_paths: list[str], session_factory: sessionmaker[Session], clock: ManualClock
+) -> None:
+    path = library_paths[0]
+    request_id = stage(api, [path])
+    clock.advance(60)
+    _mark_in_flight(session_factory, path, clock)
+    started = int(clock.now().timestamp())
+    clock.advance(60)
+    with session_factory() as session, session.begin():
+        file_id = session.scalars(select(QueuedFileRow.id).where(QueuedFileRow.path == path)).one()
+        assert finish_file(session, file_id, STAGE, clock.now())  # the completion step's own write
+    [completed] = api.get(f"/api/v1/stage/{request_id}").json()["files"]
+    assert completed["state"] == "COMPLETED" and completed["startedAt"] == started
+    assert api.post(f"/api/v1/release/{request_id}", json={"paths": [path]}).status_code == 200
+    clock.advance(60)
+    stage(api, [path])  # released, so queued anew
+    assert api.get(f"/api/v1/stage/{request_id}").json()["files"] == [completed]
+
+
+def _activity(session_factory: sessionmaker[Session], request_id: str) -> str:
+    with session_factory() as session:
+        request = session.get(StageRequest, request_id)
+        assert request is not None
+        return request.activity
+
+
+def test_the_activity_comes_from_the_targeted_metadata_for_this_site(
+    make_api: Callable[..., SyncApi], library_paths: list[str], session_factory: sessionmaker[Session]
+) -> None:
+    api = make_api(site_name="BNL-TAPE")
+    ours = {"BNL-TAPE": {"activity": "Data Consolidation", "priority": 3}, "CERN": {"activity": "Other"}}
+    body = {
+        "files": [
+            {"path": library_paths[0]},
+            {"path": library_paths[1], "targetedMetadata": ours},
+            {"path": library_paths[2], "targetedMetadata": ours},
+        ]
+    }
+    response = api.post("/api/v1/stage", json=body)
+    assert response.status_code == 201, response.text
+    assert _activity(session_factory, response.json()["requestId"]) == "Data Consolidation"
+    foreign = {"files": [{"path": library_paths[3], "targetedMetadata": {"CERN": {"activity": "Other"}}}]}
+    assert (
+        _activity(session_factory, api.post("/api/v1/stage", json=foreign).json()["requestId"]) == "default"
+    )
+
+
+@pytest.mark.parametrize(
+    ("metadata", "field"),
+    [
+        ({"BNL-TAPE": {"activity": 7}}, "files[1].targetedMetadata.BNL-TAPE.activity"),
+        ({"BNL-TAPE": {"activity": "x\u0000y"}}, "files[1].targetedMetadata.BNL-TAPE.activity"),
+        ({"BNL-TAPE": {"activity": "a" * 129}}, "files[1].targetedMetadata.BNL-TAPE.activity"),
+        ({"BNL-TAPE": {"activity": " lead"}}, "files[1].targetedMetadata.BNL-TAPE.activity"),
+        ({"BNL-TAPE": {"activity": "Other"}}, "files[1].targetedMetadata.BNL-TAPE.activity"),  # disagrees
+        ({"BNL-TAPE": "Staging"}, "files[1].targetedMetadata.BNL-TAPE"),
+    ],
+    ids=["number", "control", "long", "leading-space", "two-activities", "not-an-object"],
+)
+def test_a_bad_activity_in_the_metadata_is_a_400_naming_it(
+    make_api: Callable[..., SyncApi],
+    library_paths: list[str],
+    row_counts: Callable[[], RowCounts],
+    metadata: dict[str, object],
+    field: str,
+) -> None:
+    api = make_api(site_name="BNL-TAPE")
+    before = row_counts()
+    first = {"path": library_paths[0], "targetedMetadata": {"BNL-TAPE": {"activity": "Staging"}}}
+    body = {"files": [first, {"path": library_paths[1], "targetedMetadata": metadata}]}
+    assert_problem(api.post("/api/v1/stage", json=body), 400, field=field)
+    assert row_counts() == before

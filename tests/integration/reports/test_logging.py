@@ -99,3 +99,17 @@ def test_each_cycle_logs_with_an_id_of_its_own(session_factory, clock, json_logs
     inner = [r for r in records if r["event"] == "read failed, retrying later"]
     assert inner and all(r["cycle_id"] for r in inner)
     assert {r["cycle_id"] for r in inner} <= set(ids)  # each the id of a cycle that logged its summary
+
+
+def test_console_logs_into_a_file_keep_long_lines_whole(json_logs: Records) -> None:
+    # json_logs puts the logging set-up back afterwards; the console format replaces it for this test.
+    stream = io.StringIO()  # not a terminal, as a log file or a pipe
+    configure_logging("console", "INFO", stream)
+    url = "http://carousel.example.org:8000/api/v1/stage/" + "0123456789abcdef" * 6
+    try:
+        raise ConnectionError(f"cannot reach {url}")
+    except ConnectionError:
+        logging.getLogger("tests.probe").exception("webhook delivery to %s failed", url)
+    lines = stream.getvalue().splitlines()
+    assert sum(url in line for line in lines) == 2, stream.getvalue()  # the message and the exception's
+    assert lines[-1] == f"ConnectionError: cannot reach {url}"

@@ -7,7 +7,7 @@ import pytest
 from carousel.auth.errors import InvalidToken
 from carousel.auth.scopes import grants_of, parse_scopes, split_scope_claim
 from carousel.domain.errors import Forbidden
-from carousel.domain.grants import Grants, PathScope, require_group, require_stage
+from carousel.domain.grants import Grants, PathScope, require_group, require_read, require_stage
 
 
 def stage_grants(*scopes: str, base_path: str = "/") -> Grants:
@@ -37,6 +37,40 @@ def test_stage_implies_read_and_read_does_not_imply_stage() -> None:
     grants = stage_grants("storage.stage:/star/tape", "storage.read:/star/disk")
     assert grants.may_read("/star/tape/a") and grants.may_stage("/star/tape/a")
     assert grants.may_read("/star/disk/a") and not grants.may_stage("/star/disk/a")
+
+
+@pytest.mark.parametrize(
+    ("scope", "poll", "read", "stage"),
+    [
+        ("storage.stage:/star", True, True, True),
+        ("storage.read:/star", True, True, False),
+        ("storage.poll:/star", True, False, False),
+        ("storage.create:/star", True, False, False),
+        ("storage.modify:/star", True, False, False),
+    ],
+)
+def test_which_scope_allows_which_call(scope: str, poll: bool, read: bool, stage: bool) -> None:
+    # The table of docs/security.md: poll = status and archive info, read = a staged file's bytes.
+    grants = stage_grants(scope)
+    assert (grants.may_poll("/star/a"), grants.may_read("/star/a"), grants.may_stage("/star/a")) == (
+        poll,
+        read,
+        stage,
+    )
+    assert not grants.may_poll("/other/a") and not grants.may_read("/other/a")
+
+
+def test_a_poll_only_token_has_capabilities_and_is_held_to_them() -> None:
+    parsed = parse_scopes(["storage.poll:/star/"])
+    assert parsed.has_capabilities
+    grants = grants_of(parsed, ["/star/production"], group_access=["/star/production"])
+    assert grants.may_poll("/star/a") and not grants.may_stage("/star/a") and not grants.may_read("/star/a")
+    assert not grants.polls_everything and grants.stage == ()
+    with pytest.raises(Forbidden, match=r"storage\.read"):
+        require_read(grants, "/star/a", field="path")
+    assert stage_grants("storage.poll:/").polls_everything
+    with pytest.raises(InvalidToken):
+        parse_scopes(["storage.poll"])
 
 
 def test_scope_paths_are_decoded_normalised_and_placed_in_the_base_path() -> None:
