@@ -1,9 +1,8 @@
 """Reading a staged file's bytes: which file in the buffer a client's URL names, whether the caller may read
 it, and what to answer when it is not on disk.
 
-Read access is decided here (`may_read_bytes`), and only here: today the stage grant (a caller who may
-stage a path may read what was staged for it), as status is decided. A `storage.read` scope grant is
-coming; it changes this one function.
+Read access is decided here (`may_read_bytes`), and only here: the read grant of the caller's credential
+(`storage.read`, or `storage.stage` as its superset; see docs/decisions.md §11).
 
 A row that says the bytes are on disk while the file is gone (deleted behind carousel's back) is marked not
 on disk in a transaction of its own, logged, and answered 409 like any file on tape only: never served as
@@ -44,8 +43,8 @@ class StagedBytes:
 
 
 def may_read_bytes(grants: Grants, path: str) -> bool:
-    """Whether a caller may read a staged file's bytes: where its credential may stage."""
-    return grants.may_stage(path)
+    """Whether a caller may read a staged file's bytes: where its credential may read."""
+    return grants.may_read(path)
 
 
 def staged_bytes(
