@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.api.app import create_app
 from carousel.config import BufferSettings, Settings
+from carousel.config.auth import AuthSettings
 from carousel.db.engine import make_engine, make_session_factory, transaction
 from carousel.db.models import QueuedFileRow, Recall, RequestFile, StageRequest
 from carousel.domain.callers import ANONYMOUS
@@ -35,6 +36,7 @@ from policies.registry import build_policy
 from tests.integration.conftest import EPOCH_FOR_ROWS as T0
 from tests.integration.live_server import serving
 from tests.integration.scheduler.support import run_until
+from tests.tokens import Issuer
 
 FILES = {  # tape -> paths on it
     "T00001": ["/data/run1/a.root", "/data/run1/b.root", "/data/run1/c.root"],
@@ -323,3 +325,37 @@ def test_a_write_killed_halfway_leaves_nothing_visible_and_the_file_is_staged_af
         assert (tmp_path / "buffer" / path.lstrip("/")).read_bytes() == content(path)
     finally:
         second.close()
+
+
+def test_reading_bytes_takes_a_read_or_stage_scope_covering_the_path(
+    service: Service, tmp_path: Path
+) -> None:
+    """storage.read (or storage.stage) covering the path reads the bytes; a poll-only token, a read scope of
+    another directory, or no token at all cannot."""
+    request_id = service.stage(ALL)
+    service.run_until_done(request_id)
+    issuer = Issuer()
+    settings = service.settings.model_copy(
+        update={
+            "anonymous": False,
+            "auth": AuthSettings(issuers=(issuer.settings(issuer.write_pem(tmp_path)),)),
+        }
+    )
+    app = create_app(settings, adapter=service.adapter, clock=service.clock, session_factory=service.factory)
+    path = "/data/run2/e.root"
+
+    def get(scope: str | None) -> httpx.Response:
+        headers = (
+            {}
+            if scope is None
+            else {"Authorization": f"Bearer {issuer.mint(service.clock.now(), scope=scope)}"}
+        )
+        return http.get(path, headers=headers)
+
+    with serving(app) as base, httpx.Client(base_url=base) as http:
+        assert get("storage.read:/data/run2").content == content(path)
+        assert get("storage.stage:/").status_code == 200
+        for refused, status in (("storage.poll:/", 403), ("storage.read:/data/run1", 403), (None, 401)):
+            answer = get(refused)
+            assert answer.status_code == status, refused
+            assert answer.headers["content-type"] == "application/problem+json", refused
