@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import resource
 import selectors
 import shutil
 import socket
@@ -61,6 +60,13 @@ class Api:
         return httpx.get(f"{self.base}/healthz", timeout=1.0).status_code
 
 
+def with_open_files(limit: int | None, command: list[str]) -> list[str]:
+    """The command run under an open-file limit (soft and hard), by util-linux's prlimit."""
+    if limit is None:
+        return command
+    return ["prlimit", f"--nofile={limit}:{limit}", "--", *command]
+
+
 @pytest.fixture
 def start_api(sqlite_template: Path, tmp_path: Path) -> Iterator[Callable[..., Api]]:
     started: list[Api] = []
@@ -72,17 +78,10 @@ def start_api(sqlite_template: Path, tmp_path: Path) -> Iterator[Callable[..., A
         port = free_port()
         log = tmp_path / f"api{len(started)}.log"
 
-        def limit_open_files() -> None:
-            if open_files is not None:
-                resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
-
+        command = [carousel_program(), "api", "--host", "127.0.0.1", "--port", str(port)]
         with log.open("wb") as sink:
             process = subprocess.Popen(
-                [carousel_program(), "api", "--host", "127.0.0.1", "--port", str(port)],
-                env=env,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                preexec_fn=limit_open_files,  # noqa: PLW1509 (no threads of ours run in the child)
+                with_open_files(open_files, command), env=env, stdout=sink, stderr=subprocess.STDOUT
             )
         api = Api(process, port, log)
         started.append(api)
@@ -265,3 +264,20 @@ def test_ten_60_mb_bodies_with_credentials_stay_within_the_body_budget(
     # told to come back
     assert set(codes) == {400, 503}, codes
     assert grown < 3 * budget_mb + 32, f"peak RSS grew by {grown:.0f} MB (from {before:.0f} MB)"
+
+
+def test_a_connection_cap_the_open_file_limit_cannot_hold_stops_the_start_in_one_line(
+    sqlite_template: Path, tmp_path: Path
+) -> None:
+    database = tmp_path / "api.sqlite3"
+    shutil.copyfile(sqlite_template, database)
+    env = environment({"CAROUSEL_DATABASE_URL": f"sqlite:///{database}"})
+
+    command = [carousel_program(), "api", "--host", "127.0.0.1", "--port", str(free_port())]
+    done = subprocess.run(  # the hard limit too is 256: it cannot be raised
+        with_open_files(256, command), env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "http.max_connections is 900, but the open-file limit is 256: set it to at most 156" in lines[0]
