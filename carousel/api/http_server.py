@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import resource
+from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
 
@@ -27,6 +28,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from carousel.api.problems import PROBLEM_JSON
 from carousel.config import HttpLimits, Settings
+from carousel.observability.metrics import ServiceMetrics
 
 # Open files the process needs besides its client connections: database connections, the listening socket,
 # logs, the SQLite file and its journal, the event loop's own.
@@ -44,8 +46,11 @@ def raw_problem(status: int, detail: str, headers: dict[str, str] | None = None)
     return ("\r\n".join(lines) + "\r\n\r\n").encode("ascii") + body
 
 
-def guarded_protocol(limits: HttpLimits) -> type[HttpToolsProtocol]:
-    """uvicorn's httptools protocol with `limits` on connections and headers."""
+def guarded_protocol(
+    limits: HttpLimits, on_cut: Callable[[str], None] = lambda reason: None
+) -> type[HttpToolsProtocol]:
+    """uvicorn's httptools protocol with `limits` on connections and headers; `on_cut` hears the reason of
+    every connection closed for them (`full`, `slow_headers`, `large_headers`)."""
 
     class GuardedHttpToolsProtocol(HttpToolsProtocol):
         _header_deadline: asyncio.TimerHandle | None = None
@@ -59,6 +64,7 @@ def guarded_protocol(limits: HttpLimits) -> type[HttpToolsProtocol]:
                     f"the service holds its maximum of {limits.max_connections} connections; retry shortly"
                 )
                 self._answer_and_close(503, detail, {"retry-after": str(FULL_RETRY_AFTER_S)})
+                on_cut("full")
                 return
             self._await_headers()
 
@@ -76,6 +82,7 @@ def guarded_protocol(limits: HttpLimits) -> type[HttpToolsProtocol]:
                 if self._header_bytes > limits.max_header_bytes:
                     detail = f"the request line and headers are over {limits.max_header_bytes} bytes"
                     self._answer_and_close(431, detail)
+                    on_cut("large_headers")
 
         def on_headers_complete(self) -> None:
             self._awaiting_headers = False
@@ -103,6 +110,7 @@ def guarded_protocol(limits: HttpLimits) -> type[HttpToolsProtocol]:
             if self._awaiting_headers and not self.transport.is_closing():
                 detail = f"the request's headers did not arrive within {limits.header_timeout_s:g} s"
                 self._answer_and_close(408, detail)
+                on_cut("slow_headers")
 
         def _answer_and_close(self, status: int, detail: str, headers: dict[str, str] | None = None) -> None:
             self._cancel_header_deadline()
@@ -113,12 +121,17 @@ def guarded_protocol(limits: HttpLimits) -> type[HttpToolsProtocol]:
     return GuardedHttpToolsProtocol
 
 
-def server_config(app: Any, settings: Settings) -> uvicorn.Config:
-    """uvicorn's configuration for the service: its limits, and logs through the process's handler."""
+def server_config(app: Any, settings: Settings, metrics: ServiceMetrics) -> uvicorn.Config:
+    """uvicorn's configuration for the service: its limits (each cut connection counted in `metrics`), and
+    logs through the process's handler."""
     limits = settings.http
+
+    def count(reason: str) -> None:
+        metrics.connections_cut.labels(reason=reason).inc()
+
     return uvicorn.Config(
         app,
-        http=guarded_protocol(limits),
+        http=guarded_protocol(limits, count),
         timeout_keep_alive=limits.keep_alive_s,
         log_level="warning",
         log_config=None,  # uvicorn's records go through the process's structlog handler

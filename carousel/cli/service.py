@@ -149,7 +149,7 @@ def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
         out.print(f"library: {settings.adapter} adapter; database: {printable_url(settings.database_url)}")
         if settings.anonymous:
             out.print("anonymous access is on: anyone who can reach this address can stage files")
-        server = uvicorn.Server(server_config(api, settings))
+        server = uvicorn.Server(server_config(api, settings, parts.metrics))
         if scheduling is not None:
             scheduling[1].start()
         try:

@@ -56,6 +56,13 @@ class Api:
     def open_files(self) -> int:
         return len(list(Path(f"/proc/{self.process.pid}/fd").iterdir()))
 
+    def connections_cut(self, reason: str) -> float:
+        """carousel_http_connections_cut_total{reason} as /metrics tells it."""
+        metrics = httpx.get(f"{self.base}/metrics", timeout=10).text
+        prefix = f'carousel_http_connections_cut_total{{reason="{reason}"}} '
+        found = [line for line in metrics.splitlines() if line.startswith(prefix)]
+        return float(found[0].removeprefix(prefix)) if found else 0.0
+
     def healthz_within_a_second(self) -> int:
         return httpx.get(f"{self.base}/healthz", timeout=1.0).status_code
 
@@ -134,7 +141,12 @@ def test_slow_headers_and_slow_bodies_are_cut_off_while_healthz_answers(
     # a connection that behaved once, then trickles its next request's headers
     kept_alive = api.connect()
     kept_alive.sendall(b"GET /healthz HTTP/1.1\r\nHost: carousel\r\n\r\n")
-    assert kept_alive.recv(65536).startswith(b"HTTP/1.1 200")
+    first = b""
+    while not first.endswith(b'{"status":"ok"}'):  # bounded: each read by the socket's timeout
+        more = kept_alive.recv(65536)
+        assert more, f"closed after {first!r}"
+        first += more
+    assert first.startswith(b"HTTP/1.1 200")
     kept_alive.sendall(b"GET /healthz HTTP/1.1\r\n")
 
     assert all(api.healthz_within_a_second() == 200 for _ in range(5))  # while all of them hang on
@@ -148,6 +160,7 @@ def test_slow_headers_and_slow_bodies_are_cut_off_while_healthz_answers(
         assert status_of(answer) == 408
         assert "body did not arrive within 1 s" in str(problem_of(answer)["detail"])
     assert api.healthz_within_a_second() == 200
+    assert api.connections_cut("slow_headers") == 31
 
 
 def test_connections_past_the_cap_are_refused_at_once_and_open_files_never_run_out(
@@ -186,6 +199,7 @@ def test_connections_past_the_cap_are_refused_at_once_and_open_files_never_run_o
             break
     assert api.healthz_within_a_second() == 200
     assert api.process.poll() is None
+    assert api.connections_cut("full") == 200 + 1  # and the /healthz call while it was full
 
 
 def test_headers_over_the_limit_get_431(start_api: Callable[..., Api]) -> None:
