@@ -10,6 +10,8 @@ already and the count is taken holding the one write lock)."""
 
 from __future__ import annotations
 
+import hashlib
+
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
@@ -31,8 +33,14 @@ def hold_quotas(session: Session, owner: str, group: str) -> None:
         return
     for space, name in ((CALLER_QUOTA_LOCK, owner), (GROUP_QUOTA_LOCK, group)):
         session.execute(
-            text("SELECT pg_advisory_xact_lock(:space, hashtext(:name))"), {"space": space, "name": name}
+            text("SELECT pg_advisory_xact_lock(:space, :key)"), {"space": space, "key": _key_of(name)}
         )
+
+
+def _key_of(name: str) -> int:
+    """A name as a signed 32-bit key, the same in every process (Python's own hash() is salted)."""
+    digest = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=4).digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 def queued_files_of_owner(session: Session, owner: str) -> int:
