@@ -10,7 +10,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.api import admin, health, limits, native, staged_files, tape_rest, webhooks
 from carousel.api.auth import install_auth
-from carousel.api.body_limit import BodyLimit
+from carousel.api.authenticate_first import AuthenticateFirst
+from carousel.api.body_limit import BodyBudget, BodyLimit
 from carousel.api.context import AppContext
 from carousel.api.db_errors import DatabaseErrors
 from carousel.api.operations import install_operations
@@ -71,7 +72,13 @@ def create_app(
     app.include_router(limits.router)
     app.include_router(admin.router)
     app.add_middleware(DatabaseErrors)  # inside BodyLimit: it replays bodies already within the limit
-    app.add_middleware(BodyLimit, max_body_bytes=settings.limits.max_body_bytes)
+    app.add_middleware(
+        BodyLimit,
+        max_body_bytes=settings.limits.max_body_bytes,
+        timeout_s=settings.http.body_timeout_s,
+        budget=BodyBudget(settings.http.max_buffered_body_bytes),
+    )
+    app.add_middleware(AuthenticateFirst)  # outside BodyLimit: who calls is known before the body is read
     install_operations(app, metrics)  # last: its request-id middleware wraps every other one
     if settings.buffer.enabled:
         # the staged files' bytes at their paths: a catch-all, after every other route (docs/data-path.md)

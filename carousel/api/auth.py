@@ -4,6 +4,7 @@ once by the app factory and kept on app.state."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -15,6 +16,9 @@ from carousel.auth.errors import InsufficientScope, MissingCredentials
 from carousel.config import Settings
 from carousel.domain.callers import ANONYMOUS, Caller
 from carousel.domain.clock import Clock
+
+# Where the caller identified before the body was read is kept in the request's scope["state"].
+CALLER_IN_SCOPE = "carousel.caller"
 
 
 def install_auth(state: State, settings: Settings, clock: Clock) -> None:
@@ -28,19 +32,25 @@ def install_auth(state: State, settings: Settings, clock: Clock) -> None:
     )
 
 
-def current_caller(request: Request) -> Caller:
-    """The caller of this request (401 without valid credentials, unless anonymous calls are allowed),
-    after its call was counted against the rate limits (429 over them)."""
-    state = request.app.state
+def identify(state: State, headers: Mapping[str, str], peer: str | None) -> Caller:
+    """Who calls (401 without valid credentials, unless anonymous calls are allowed), after the call was
+    counted against the rate limits (429 over them)."""
     authenticator: Authenticator = state.authenticator
     caller = authenticator.authenticate(
-        authorization=request.headers.get("authorization"),
-        peer=request.client.host if request.client else None,
-        headers=request.headers,
+        authorization=headers.get("authorization"), peer=peer, headers=headers
     )
     limiter: RateLimiter = state.rate_limiter
     limiter.charge(caller)
     return caller
+
+
+def current_caller(request: Request) -> Caller:
+    """The caller of this request: the one identified before its body was read (AuthenticateFirst), else
+    identified now."""
+    known: Caller | None = request.scope.get("state", {}).get(CALLER_IN_SCOPE)
+    if known is not None:
+        return known
+    return identify(request.app.state, request.headers, request.client.host if request.client else None)
 
 
 def require_admin(caller: Annotated[Caller, Depends(current_caller)]) -> Caller:

@@ -93,21 +93,24 @@ def _validation_problem(exc: RequestValidationError) -> JSONResponse:
     )
 
 
+def domain_problem(exc: DomainError, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    """A domain error's answer, with the headers its kind calls for (Retry-After, WWW-Authenticate)."""
+    added: dict[str, str] = dict(headers or {})
+    if isinstance(exc, TooManyRequests):
+        added["Retry-After"] = str(exc.retry_after_s)
+    if isinstance(exc, Challenged):
+        added["WWW-Authenticate"] = exc.challenge  # RFC 6750: what the client should do
+    elif isinstance(exc, Unauthorized):
+        added["WWW-Authenticate"] = "Bearer"
+    return problem_response(exc.status, title=exc.title, detail=exc.detail, field=exc.field, headers=added)
+
+
 def install_problem_handlers(app: FastAPI) -> None:
     @app.exception_handler(DomainError)
     async def _domain(request: Request, exc: DomainError) -> JSONResponse:
-        headers: dict[str, str] = {}
-        if isinstance(exc, TooManyRequests):
-            headers["Retry-After"] = str(exc.retry_after_s)
-        if isinstance(exc, Challenged):
-            headers["WWW-Authenticate"] = exc.challenge  # RFC 6750: what the client should do
-        elif isinstance(exc, Unauthorized):
-            headers["WWW-Authenticate"] = "Bearer"
         if exc.status >= 500:
             log.error("%s %s: %s", request.method, request.url.path, exc.detail)
-        return problem_response(
-            exc.status, title=exc.title, detail=exc.detail, field=exc.field, headers=headers
-        )
+        return domain_problem(exc)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

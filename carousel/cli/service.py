@@ -19,6 +19,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.api.app import create_app
+from carousel.api.http_server import OPEN_FILES_RESERVE, open_files_for, server_config
 from carousel.buffer.layout import BufferLayout, BufferUnwritable
 from carousel.cli.console import CliFailure, err, out
 from carousel.config import Settings, buffer_directory
@@ -133,6 +134,20 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _room_for_connections(settings: Settings) -> None:
+    """A one-line error when the open-file limit cannot hold http.max_connections (and the rest)."""
+    try:
+        soft = open_files_for(settings.http)
+    except (OSError, ValueError) as exc:
+        raise CliFailure(f"cannot raise the open-file limit for http.max_connections: {exc}") from exc
+    if soft < settings.http.max_connections + OPEN_FILES_RESERVE:
+        raise CliFailure(
+            f"http.max_connections is {settings.http.max_connections}, but the open-file limit is {soft}: "
+            f"set it to at most {soft - OPEN_FILES_RESERVE} (CAROUSEL_HTTP__MAX_CONNECTIONS) or raise the "
+            "limit (ulimit -n, LimitNOFILE=)"
+        )
+
+
 def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
     settings = parts.settings
     api = create_app(
@@ -143,6 +158,7 @@ def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
         metrics=parts.metrics,
     )
     scheduling = _cycle(parts) if with_scheduler else None
+    _room_for_connections(settings)
     with _listen(settings.host, settings.port) as sock:
         host, port = sock.getsockname()[:2]
         base = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
@@ -152,11 +168,7 @@ def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
         out.print(f"database: {printable_url(settings.database_url)}")
         if settings.anonymous:
             out.print("anonymous access is on: anyone who can reach this address can stage files")
-        # log_config=None: uvicorn's records go through the process's structlog handler
-        # proxy_headers off: the client address stays the socket's peer, which is what decides whether a
-        # forwarded X.509 subject comes from a trusted proxy (docs/security.md).
-        config = uvicorn.Config(api, log_level="warning", log_config=None, proxy_headers=False)
-        server = uvicorn.Server(config)
+        server = uvicorn.Server(server_config(api, settings, parts.metrics))
         if scheduling is not None:
             scheduling[1].start()
         try:

@@ -121,6 +121,30 @@ class Limits(BaseModel):
     max_replay_files: int = Field(default=50_000, gt=0)
 
 
+class HttpLimits(BaseModel):
+    """How the HTTP server stands up to slow, idle, numerous and large clients (docs/operations.md, "HTTP
+    limits"; docs/security.md). Over a limit a client gets a problem+json answer and its connection closed:
+    408 (too slow), 431 (headers too large), 503 with Retry-After (too many connections, bodies too large
+    together)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # A request's line and headers must have arrived this long after its connection opened, or after the
+    # previous response on it.
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    # A request's whole body must have arrived this long after its headers: 64 MiB at 1.1 MB/s.
+    body_timeout_s: float = Field(default=60.0, gt=0)
+    # An idle connection between requests is closed after this long.
+    keep_alive_s: int = Field(default=5, gt=0)
+    # Open client connections at once; the next ones are answered 503 and closed. With the process's
+    # open-file limit above it by OPEN_FILES_RESERVE (carousel api raises its soft limit when it can).
+    max_connections: int = Field(default=900, gt=0)
+    max_header_bytes: int = Field(default=64 * 1024, ge=1024)  # a request's line and headers together
+    # Request bodies read and held at once, across all requests (each one is read whole before its route
+    # runs, and kept until it ends): a body that would pass it gets 503 with Retry-After.
+    max_buffered_body_bytes: int = Field(default=128 * 1024 * 1024, gt=0)
+
+
 class Quotas(BaseModel):
     """Back-pressure, so that one tenant cannot starve the others: over a quota the caller gets 429 with
     Retry-After. None: no quota. Calls are counted per caller and per the caller's first group, files
@@ -242,6 +266,7 @@ class Settings(BaseSettings):
 
     limits: Limits = Field(default_factory=Limits)
     buffer: BufferSettings = Field(default_factory=BufferSettings)  # see docs/data-path.md
+    http: HttpLimits = Field(default_factory=HttpLimits)
     quotas: Quotas = Field(default_factory=Quotas)
     # Callers without credentials act as the user "anonymous". Off: every call needs authentication.
     anonymous: bool = True

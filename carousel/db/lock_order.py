@@ -1,12 +1,14 @@
 """One order for the row locks of every transaction that changes several rows, so that two of them wait for
 each other instead of deadlocking: request links by (request, ordinal), then files by path, then requests.
 
-Intake follows it by construction (its upsert of a request's files runs in path order; a cancel updates one
-request's links, then locks their files in path order). The scheduler's multi-row updates do not touch rows
-in that order on their own: completion follows the library's event order, a hand-over its batch order. So
-they take the locks first, in the order, with one statement each (PostgreSQL; SQLite has one writer at a
-time and cannot deadlock). `FOR NO KEY UPDATE` is the lock an UPDATE of non-key columns takes anyway, and it
-lets intake's inserts of links to these files (which share-lock their keys) through.
+A submit with queue quotas on takes its quota locks (advisory, caller then group: db/quota_queries.py)
+before any of these. Intake follows the order by construction (its upsert of a request's files runs in path
+order; a cancel updates one request's links, then locks their files in path order). The scheduler's
+multi-row updates do not touch rows in that order on their own: completion follows the library's event
+order, a hand-over its batch order. So they take the locks first, in the order, with one statement each
+(PostgreSQL; SQLite has one writer at a time and cannot deadlock). `FOR NO KEY UPDATE` is the lock an
+UPDATE of non-key columns takes anyway, and it lets intake's inserts of links to these files (which
+share-lock their keys) through.
 """
 
 from __future__ import annotations

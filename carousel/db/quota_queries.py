@@ -1,15 +1,46 @@
 """How many files callers and groups have queued: what the queue quotas count.
 
 A queued file is a link still PENDING (not ended for its requester) in an ACTIVE request: a file shared
-by two requesters counts for each, since each asked for it."""
+by two requesters counts for each, since each asked for it.
+
+A count is a promise only while nobody else can add to it: `hold_quotas` makes a submit's count and its
+insert one step for its caller and its group (PostgreSQL: transaction-level advisory locks, released at
+commit or rollback; SQLite: every write transaction begins with BEGIN IMMEDIATE, so writers are serialised
+already and the count is taken holding the one write lock)."""
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+import hashlib
+
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from carousel.db.models import RequestFile, StageRequest
 from carousel.domain.states import LinkState, RequestState
+
+# The first key of the two-key advisory locks (a key space apart from the leader lock's one-key lock): "qc"
+# and "qg" in ASCII. The second key is the name's hash: two names with one hash only wait for each other.
+CALLER_QUOTA_LOCK = 0x7163
+GROUP_QUOTA_LOCK = 0x7167
+
+
+def hold_quotas(session: Session, owner: str, group: str) -> None:
+    """Until the transaction ends, no other submit of this caller or of this group counts or queues files.
+
+    Always the caller's lock before the group's, and each submit takes one of each: two submits never hold
+    one another's next lock, so they cannot deadlock. Taken before any row lock (db/lock_order.py)."""
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    for space, name in ((CALLER_QUOTA_LOCK, owner), (GROUP_QUOTA_LOCK, group)):
+        session.execute(
+            text("SELECT pg_advisory_xact_lock(:space, :key)"), {"space": space, "key": _key_of(name)}
+        )
+
+
+def _key_of(name: str) -> int:
+    """A name as a signed 32-bit key, the same in every process (Python's own hash() is salted)."""
+    digest = hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=4).digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 def queued_files_of_owner(session: Session, owner: str) -> int:

@@ -1,7 +1,9 @@
 """Queue quotas: how many files a caller, and a group, may have waiting at once. A submit that would go
 over answers 429 with a Retry-After hint (nothing is written); one that could never fit answers 413.
 
-Counted in the submitting transaction: two submits racing may both pass and overshoot by one request.
+Counted in the submitting transaction, holding the caller's and the group's quota locks until it commits
+(carousel.db.quota_queries.hold_quotas): submits racing each other are admitted one at a time, so a quota is
+never passed, whatever the concurrency, on PostgreSQL and on SQLite.
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ def usage(session: Session, caller: Caller, group: str | None = None) -> QueueUs
     return QueueUsage(
         q.queued_files_of_owner(session, caller.name), group, q.queued_files_of_group(session, group)
     )
+
+
+def hold_quotas(session: Session, caller: Caller, group: str) -> None:
+    """No other submit of this caller or this group counts or queues files until this transaction ends."""
+    q.hold_quotas(session, caller.name, group)
 
 
 def admit(session: Session, caller: Caller, group: str, new_files: int, quota: QueueQuota) -> None:

@@ -1,8 +1,10 @@
 """Submit: validate a stage order, ask the library where its files are, and queue it in one transaction.
 
 One row per path in `files`: a path another request already waits for is joined, not recalled again; a
-path whose last recall ended (and is not on disk) is queued anew. The library is asked before the first
-SQL statement, so no database lock is held while it answers.
+path whose last recall ended (and is not on disk) is queued anew. With queue quotas on, the quotas are
+checked before the library is asked (a refusal costs it nothing) and again after, holding the caller's and
+the group's quota locks until the transaction commits (intake/quota.py): no lock is held while it answers
+on PostgreSQL. Without quotas or an alias the library is asked before the first SQL statement.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from carousel.domain.states import FileState
 from carousel.intake.lifetimes import lifetime_seconds
 from carousel.intake.model import StageOrder
 from carousel.intake.paths import normalise_paths
-from carousel.intake.quota import QueueQuota, admit
+from carousel.intake.quota import QueueQuota, admit, hold_quotas
 from hsm_adapters.base import HsmAdapter, LookupResult, NotOnTape, OnTape, Unknown
 
 log = logging.getLogger(__name__)
@@ -164,7 +166,7 @@ def submit(
     group = order.group or caller.default_group
     require_group(caller.grants, caller.groups, group)
     if quota is not None and quota.active:
-        admit(session, caller, group, len(paths), quota)
+        admit(session, caller, group, len(paths), quota)  # early: a refusal costs the library nothing
     if order.alias is not None and q.request_of_alias(session, order.alias) is not None:
         raise Conflict(f"alias {order.alias!r} already names a request", field="alias")
     answers = _lookup(adapter, paths)
@@ -172,6 +174,11 @@ def submit(
         _new_file(i, path, answer, lifetime, buffer=buffer.limits() if buffer.enabled else None)
         for i, (path, answer, lifetime) in enumerate(zip(paths, answers, lifetimes, strict=True))
     ]
+    if quota is not None and quota.active:
+        # counted again holding the caller's and the group's quota locks until commit: submits racing each
+        # other are admitted one after the other, each seeing the files of those before it
+        hold_quotas(session, caller, group)
+        admit(session, caller, group, len(paths), quota)
 
     now = clock.now()
     request_id = str(uuid.uuid4())

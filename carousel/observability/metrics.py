@@ -35,6 +35,12 @@ class ServiceMetrics:
             buckets=CYCLE_BUCKETS_S,
             registry=r,
         )
+        self.connections_cut = Counter(
+            "carousel_http_connections_cut",
+            "Client connections the server answered and closed before any request reached the application",
+            ["reason"],
+            registry=r,
+        )
         self.cycles = Counter(
             "carousel_cycles",
             "Scheduling cycles run, by whether this process held the leader lock",
