@@ -133,8 +133,8 @@ class Settings(BaseSettings):
 
     # The one root of the service's local state (docs/operations.md). Relative: to where the command starts.
     data_dir: Path = Field(default_factory=default_data_dir)
-    # Empty: the SQLite file carousel.sqlite3 in data_dir.
-    database_url: str = ""
+    # Empty: the SQLite file carousel.sqlite3 in data_dir. Out of the settings' repr: it may hold a password.
+    database_url: str = Field(default="", repr=False)
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
     site_name: str = "carousel"
