@@ -23,6 +23,7 @@ from carousel.auth.key_fit import key_fits
 from carousel.config.auth import ANY_AUDIENCE, IssuerSettings
 from carousel.domain.clock import Clock
 from carousel.domain.errors import ConfigError, Unavailable
+from carousel.domain.text import text_fault
 
 _WLCG_VERSION = re.compile(r"^1\.[0-9]+$")
 _MAX_TOKEN_CHARS = 16_384  # far above any real token; bounds the work a garbage header costs
@@ -148,6 +149,9 @@ class JwtVerifier:
         subject = claims["sub"]
         if not isinstance(subject, str) or not subject or len(subject) > 255:
             raise InvalidToken("the token's subject is not a string of 1 to 255 characters")
+        fault = text_fault(subject)  # it names the caller, and so owns requests in the database
+        if fault is not None:
+            raise InvalidToken(f"the token's subject {fault}")
         version = claims.get("wlcg.ver")
         if version is not None and not (isinstance(version, str) and _WLCG_VERSION.match(version)):
             raise InvalidToken(f"wlcg.ver {str(version)[:20]!r} is not a version 1 token profile")

@@ -96,7 +96,7 @@ def audit_trail(session: Session, *, limit: int, cursor: str | None = None) -> A
     """The changes, newest first, `limit` at a time; pass `next_cursor` back for older ones."""
     before: int | None = None
     if cursor is not None:
-        if not cursor.isdigit() or len(cursor) > 18:
+        if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 18:  # int() refuses "²"
             raise InvalidInput(f"cursor {cursor[:40]!r} is not one this service gave out", field="cursor")
         before = int(cursor)
     found = q.audit_entries(session, limit=limit + 1, before_id=before)
