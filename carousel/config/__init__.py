@@ -110,7 +110,8 @@ class Limits(BaseModel):
 class Quotas(BaseModel):
     """Back-pressure, so that one tenant cannot starve the others: over a quota the caller gets 429 with
     Retry-After. None: no quota. Calls are counted per caller and per the caller's first group, files
-    queued (not yet ended for their requester) per caller and per request group."""
+    queued (not yet ended for their requester) per caller and per request group. A caller without a group
+    is bound by the per-caller limits only (docs/security.md)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

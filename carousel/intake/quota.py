@@ -44,7 +44,8 @@ def admit(session: Session, caller: Caller, group: str, new_files: int, quota: Q
     """TooManyRequests (or TooLarge) when `new_files` more would go over the caller's or the group's quota."""
     checks = (
         ("caller", caller.name, quota.per_caller, q.queued_files_of_owner),
-        ("group", group, quota.per_group, q.queued_files_of_group),
+        # callers without a group share `default` for fair share only, not for a quota (Caller.limit_group)
+        ("group", group, quota.per_group if caller.charges_group(group) else None, q.queued_files_of_group),
     )
     for what, name, cap, count in checks:
         if cap is None:
