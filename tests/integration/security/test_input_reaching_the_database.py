@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -79,6 +81,16 @@ ADMIN_CALLS: list[tuple[str, str, Any, str]] = [
 ]
 
 
+# names in the URL that can name nothing: never sent to the database, answered like any unknown name
+UNKNOWN_NAMES = [
+    "/api/v1/stage/%00",
+    "/api/v1/stage/abc%ED%A0%80",  # a surrogate's UTF-8 form: not UTF-8
+    "/api/native/v1/requests/%00",
+    "/api/native/v1/requests/a%09b",
+    "/api/native/v1/requests/{request}/webhooks/%00",
+]
+
+
 def _stage_one(service: Service, token: str) -> str:
     with service.client(token) as client:
         response = client.post("/api/native/v1/requests", json={"paths": service.library_paths[:1]})
@@ -116,6 +128,12 @@ def test_bad_input_is_a_400_naming_the_field(start_service: ServiceFactory) -> N
             why = _answers_wrongly(response, 400, field)
             if why is not None:
                 wrong.append(f"{method} {url[:70]} {field}: {why}")
+    for url in UNKNOWN_NAMES:
+        method = "DELETE" if "/webhooks/" in url else "GET"
+        response = _send(service, service.alice_token, method, url, None, request_id)
+        why = _answers_wrongly(response, 404, None)
+        if why is not None:
+            wrong.append(f"{method} {url}: {why}")
     assert not wrong, "\n".join(wrong)
     with service.client(service.alice_token) as client:
         listed = client.get("/api/native/v1/requests").json()["requests"]
@@ -143,3 +161,30 @@ def test_a_token_whose_subject_or_groups_cannot_be_stored_is_a_401(
         listing = client.get("/api/native/v1/requests")
     assert_problem(response, 401)
     assert_problem(listing, 401)
+
+
+def _raw_stage(service: Service, header_value: bytes) -> int:
+    """A Tape REST stage with a raw clientinfo header (httpx refuses to send such bytes); the status."""
+    address = urlsplit(service.url)
+    body = _json({"files": [{"path": service.library_paths[0]}]})
+    request = (
+        b"POST /api/v1/stage HTTP/1.1\r\nHost: carousel\r\nConnection: close\r\n"
+        + f"Authorization: Bearer {service.alice_token}\r\n".encode()
+        + b"clientinfo: "
+        + header_value
+        + b"\r\nContent-Type: application/json\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    with socket.create_connection((address.hostname, address.port), timeout=30) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return int(answer.split(b" ", 2)[1])
+
+
+def test_a_clientinfo_header_that_cannot_be_stored_is_not_a_500(start_service: ServiceFactory) -> None:
+    service = start_service()
+    for value in (b"fts\x00job", b"fts\x01job", b"fts\xffjob\x7f"):
+        assert _raw_stage(service, value) in (201, 400), value
