@@ -43,14 +43,15 @@ REDACTED = "[redacted]"
 _SECRET_KEY = re.compile(r"authorization|cookie|token|secret|password|passwd|api[-_]?key", re.IGNORECASE)
 _SECRET_TEXT = (
     # "Bearer <token>" (an Authorization value, or a client's error message quoting one)
-    (re.compile(r"(?i)\b(bearer)(\s+|%20|\\s)[A-Za-z0-9._~+/=-]+"), r"\1 " + REDACTED),
+    # (8 characters at least: real tokens are long, and prose such as "a bearer token" stays as it is)
+    (re.compile(r"(?i)\b(bearer)(\s+|%20)[A-Za-z0-9._~+/=-]{8,}"), r"\1 " + REDACTED),
     # a JWT anywhere: three base64url parts, the first a JSON object ("eyJ")
     (re.compile(r"eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*"), REDACTED),
-    # a header written as "name: value", "name=value" or ('name', 'value')
+    # a header written as "name: value", "name=value" or ('name', 'value'); not the word in prose
     (
         re.compile(
-            r"(?i)\b(proxy-authorization|authorization|set-cookie|cookie|x-api-key)(['\"]?[\s:=,]+b?['\"]?)"
-            r"(?!\[redacted\])[^'\"\r\n]+"
+            r"(?i)\b(proxy-authorization|authorization|set-cookie|cookie|x-api-key)"
+            r"(['\"]?\s*[:=]\s*b?['\"]?|['\"],\s*b?['\"])(?!\[redacted\])[^'\"\r\n]+"
         ),
         r"\1\2" + REDACTED,
     ),
