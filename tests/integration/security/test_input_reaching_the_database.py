@@ -7,12 +7,14 @@ from __future__ import annotations
 import base64
 import json
 import socket
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
-from tests.integration.security.conftest import Service, ServiceFactory, assert_problem
+from carousel.logging import LogFormat
+from tests.integration.security.conftest import LogCapture, Service, ServiceFactory, assert_problem
 
 NUL = "\x00"
 SURROGATE = "\ud800"  # sent as the JSON escape "\ud800": valid JSON, not encodable text
@@ -117,7 +119,10 @@ def _answers_wrongly(response: Any, status: int, field: str | None) -> str | Non
     return None
 
 
-def test_bad_input_is_a_400_naming_the_field(start_service: ServiceFactory) -> None:
+def test_bad_input_is_a_400_naming_the_field(
+    start_service: ServiceFactory, capture_logs: Callable[[LogFormat], LogCapture]
+) -> None:
+    logs = capture_logs("json")
     service = start_service()
     request_id = _stage_one(service, service.alice_token)
     wrong: list[str] = []
@@ -138,6 +143,9 @@ def test_bad_input_is_a_400_naming_the_field(start_service: ServiceFactory) -> N
     with service.client(service.alice_token) as client:
         listed = client.get("/api/native/v1/requests").json()["requests"]
     assert [r["id"] for r in listed] == [request_id]  # nothing else was written
+    records = [json.loads(line) for line in logs.text().splitlines()]
+    assert [r for r in records if r["level"] in ("error", "critical")] == []  # no 500, no crash logged
+    assert service.alice_token not in logs.text()
 
 
 @pytest.mark.parametrize(

@@ -89,7 +89,7 @@ def rsa_issuer_verifier(tmp_path_factory: pytest.TempPathFactory) -> tuple[Issue
         _json,
         max_size=6,
     ),
-    signature=st.text(alphabet="ABCabc012-_=.+/", max_size=120),
+    signature=st.text(alphabet="ABCDabcd0123-_", max_size=120),  # base64url: reaches the key
 )
 def test_any_forged_header_and_claims_are_an_invalid_token(
     rsa_issuer_verifier: tuple[Issuer, JwtVerifier],
