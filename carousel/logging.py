@@ -47,6 +47,8 @@ _SECRET_TEXT = (
     (re.compile(r"(?i)\b(bearer)(\s+|%20)[A-Za-z0-9._~+/=-]{8,}"), r"\1 " + REDACTED),
     # a JWT anywhere: three base64url parts, the first a JSON object ("eyJ")
     (re.compile(r"eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*"), REDACTED),
+    # a token in a URL's query (an access log, an error quoting a URL)
+    (re.compile(r"(?i)\b((?:access_|id_|refresh_)?token=)[^&\s'\"]+"), r"\1" + REDACTED),
     # a header written as "name: value", "name=value" or ('name', 'value'); not the word in prose
     (
         re.compile(

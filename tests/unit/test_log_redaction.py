@@ -19,6 +19,7 @@ JWT = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"
         ("authorization=Basic YWxpY2U6c2VjcmV0", "YWxpY2U6c2VjcmV0"),
         (f"token {JWT} refused", JWT),
         ("GET /x?access_token=Bearer%20abcdefgh12345678", "abcdefgh12345678"),
+        ("GET /api/v1/stage?token=s3cr3t&x=1 HTTP/1.1", "s3cr3t"),
     ],
 )
 def test_secrets_are_replaced(line: str, secret: str) -> None:
