@@ -4,6 +4,9 @@ them in advance. Aliases are per caller now: each caller's alias names its own r
 
 from __future__ import annotations
 
+import anyio
+import httpx
+
 from tests.integration.security.conftest import ServiceFactory, assert_problem
 
 XROOTD_ID = "0a1b2c3d:4e5f.6789"
@@ -28,3 +31,27 @@ def test_one_alias_names_each_callers_own_request(start_service: ServiceFactory)
         again = alice.post("/api/native/v1/requests", json={"paths": paths[2:3], "alias": XROOTD_ID})
         body = assert_problem(again, 409, field="alias")
         assert "of yours" in body["detail"]
+
+
+RACERS = 8
+
+
+def test_submits_racing_for_one_alias_get_one_201_and_409s(start_service: ServiceFactory) -> None:
+    service = start_service()
+    statuses: list[int] = []
+
+    async def race() -> None:
+        headers = {"Authorization": f"Bearer {service.alice_token}"}
+        async with httpx.AsyncClient(base_url=service.url, headers=headers, timeout=60) as client:
+
+            async def submit(index: int) -> None:
+                body = {"paths": [service.library_paths[index]], "alias": "raced:1"}
+                statuses.append((await client.post("/api/native/v1/requests", json=body)).status_code)
+
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as group:
+                    for index in range(RACERS):
+                        group.start_soon(submit, index)
+
+    anyio.run(race)
+    assert sorted(statuses) == [201] + [409] * (RACERS - 1)
