@@ -29,15 +29,18 @@ class QueueQuota:
 @dataclass(frozen=True, slots=True)
 class QueueUsage:
     caller_queued: int
-    group: str
-    group_queued: int
+    group: str | None  # None: the caller has no group, so no group quota bounds it
+    group_queued: int | None
 
 
 def usage(session: Session, caller: Caller, group: str | None = None) -> QueueUsage:
     group = group or caller.default_group
-    return QueueUsage(
-        q.queued_files_of_owner(session, caller.name), group, q.queued_files_of_group(session, group)
-    )
+    caller_queued = q.queued_files_of_owner(session, caller.name)
+    if not caller.charges_group(group):
+        # `default` of callers without a group is no group of theirs: its count would tell one caller how
+        # much strangers have queued
+        return QueueUsage(caller_queued, None, None)
+    return QueueUsage(caller_queued, group, q.queued_files_of_group(session, group))
 
 
 def admit(session: Session, caller: Caller, group: str, new_files: int, quota: QueueQuota) -> None:

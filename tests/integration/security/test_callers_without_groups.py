@@ -20,6 +20,10 @@ def test_callers_without_groups_do_not_share_a_group_quota(start_service: Servic
             batch = [next(paths) for _ in range(GROUP_FILES)]
             response = client.post("/api/native/v1/requests", json={"paths": batch})
             assert response.status_code == 201, response.text
+    # nor are they shown what strangers queued in `default`
+    with service.client(service.bob_token) as client:
+        standing = client.get("/api/native/v1/limits").json()["caller"]
+    assert (standing["queued_files"], standing["group"], standing["group_queued_files"]) == (2, None, None)
     # callers of one group still share its quota
     first, second = service.jwt(sub="dave", groups=["/star"]), service.jwt(sub="erin", groups=["/star"])
     with service.client(first) as client:
