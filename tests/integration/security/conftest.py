@@ -1,7 +1,7 @@
 """A running service to attack: the app served by uvicorn on a loopback port (real HTTP), on a migrated
 database of its own (PostgreSQL and SQLite), with anonymous calls off, a token issuer configured with an RSA
-key file and the default algorithms, two static tokens, and the process's logs captured as the service
-writes them (JSON lines, or the console's text)."""
+key file and the default algorithms, three static tokens (two callers without a group, an admin), and the
+process's logs captured as the service writes them (JSON lines, or the console's text)."""
 
 from __future__ import annotations
 
