@@ -102,3 +102,12 @@ def static_token(name: str, **fields: Any) -> tuple[str, StaticToken]:
     """A fresh random token and the settings entry that lists it by its SHA-256."""
     token = secrets.token_urlsafe(32)
     return token, StaticToken(name=name, sha256=hashlib.sha256(token.encode()).hexdigest(), **fields)
+
+
+def forged_token(header: dict[str, Any], claims: dict[str, Any], signature: str = "A" * 86) -> str:
+    """A token with the header and claims given and a junk signature: what a forger without the key sends."""
+
+    def part(value: dict[str, Any]) -> str:
+        return jwt.utils.base64url_encode(json.dumps(value).encode()).decode()
+
+    return f"{part(header)}.{part(claims)}.{signature}"

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from carousel.api.text_fields import FreeText, OneLine, storable_json
 from carousel.domain.policy_choice import AuditEntry, PolicyChoice
 from carousel.domain.policy_diff import differences
 from carousel.policy_admin.changes import MAX_REASON_LENGTH
@@ -18,13 +19,19 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# A policy's options end in the audit trail (JSON in the database): every key and string must be storable.
+Options = Annotated[dict[str, Any], AfterValidator(storable_json)]
+
+
 class PolicyIn(_Strict):
-    policy: str = Field(min_length=1, max_length=64, description="a policy name (GET shows those available)")
-    options: dict[str, Any] = Field(
+    policy: OneLine = Field(
+        min_length=1, max_length=64, description="a policy name (GET shows those available)"
+    )
+    options: Options = Field(
         default_factory=dict,
         description="the policy's options, fair_share (weights, quotas) among them; docs/policies.md",
     )
-    reason: str = Field(max_length=MAX_REASON_LENGTH, description="why: kept in the audit trail")
+    reason: FreeText = Field(max_length=MAX_REASON_LENGTH, description="why: kept in the audit trail")
     expected_version: int | None = Field(
         default=None, ge=0, description="refuse (409) unless the active policy is still at this version"
     )
@@ -36,8 +43,8 @@ class PolicyIn(_Strict):
 class CandidateIn(_Strict):
     """A policy to try; omitted: the active one."""
 
-    policy: str | None = Field(default=None, min_length=1, max_length=64)
-    options: dict[str, Any] | None = None
+    policy: Annotated[OneLine, Field(min_length=1, max_length=64)] | None = None
+    options: Options | None = None
 
 
 class ChoiceOut(BaseModel):

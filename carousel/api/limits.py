@@ -61,8 +61,10 @@ class CallerStanding(BaseModel):
     groups: list[str]
     admin: bool
     queued_files: int = Field(description="files of the caller's requests not yet ended")
-    group: str = Field(description="the caller's default group")
-    group_queued_files: int
+    group: str | None = Field(
+        description="the caller's default group; null for a caller without a group (no group quota bounds it)"
+    )
+    group_queued_files: int | None
 
 
 class LimitsOut(BaseModel):

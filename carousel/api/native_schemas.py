@@ -7,6 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from carousel.api.text_fields import OneLine
 from carousel.api.webhook_schemas import WebhookIn
 from carousel.domain.states import TapeRestState
 from carousel.intake.access import ALIAS_MAX_LENGTH, ALIAS_PATTERN, is_request_id
@@ -38,8 +39,8 @@ class SubmitIn(_Strict):
         description="another name for the request, usable wherever the routes take {id} "
         "(XRootD's request id); unique; not a UUID",
     )
-    colocation: str | None = Field(
-        default=None, max_length=256, description="a hint: stage the files together, near this path"
+    colocation: Annotated[OneLine, Field(max_length=256)] | None = Field(
+        default=None, description="a hint: stage the files together, near this path"
     )
     webhook: WebhookIn | None = Field(
         default=None, description="a URL to tell when the request is done (docs/api.md, Webhooks)"

@@ -64,14 +64,14 @@ class RateLimiter:
         if not self.active:
             return
         now = self._clock.now()
-        wanted = [
-            (key, rate)
-            for key, rate in (
-                ("caller:" + caller.name, self._caller),
-                ("group:" + caller.default_group, self._group),
-            )
-            if rate is not None
-        ]
+        wanted: list[tuple[str, Rate]] = []
+        if self._caller is not None:
+            wanted.append(("caller:" + caller.name, self._caller))
+        group = caller.limit_group  # None: a caller without a group is limited per caller only
+        if self._group is not None and group is not None:
+            wanted.append(("group:" + group, self._group))
+        if not wanted:
+            return
         with self._lock:
             buckets = [self._bucket(key, rate, now) for key, rate in wanted]
             wait = max(bucket.wait_s() for bucket in buckets)

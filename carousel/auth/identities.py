@@ -11,6 +11,7 @@ from carousel.auth.scopes import GROUP_SHARING_SCOPE, grants_of, parse_scopes, s
 from carousel.config.auth import LocalIdentity
 from carousel.domain.callers import Caller
 from carousel.domain.errors import ConfigError
+from carousel.domain.text import text_fault
 
 OWNER_MAX = 256  # the width of requests.owner
 
@@ -29,6 +30,10 @@ def _groups(claim: object) -> tuple[str, ...]:
         return ()
     if not isinstance(claim, list) or not all(isinstance(g, str) and 0 < len(g) <= 128 for g in claim):
         raise InvalidToken("wlcg.groups is not a list of group names (1 to 128 characters each)")
+    for group in claim:  # a group becomes a request's group in the database
+        fault = text_fault(group)
+        if fault is not None:
+            raise InvalidToken(f"a wlcg.groups entry {fault}")
     return tuple(dict.fromkeys(claim))
 
 

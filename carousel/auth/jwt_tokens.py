@@ -19,9 +19,11 @@ from cryptography.hazmat.primitives.asymmetric.types import PublicKeyTypes
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
 from carousel.auth.errors import InvalidToken
+from carousel.auth.key_fit import key_fits
 from carousel.config.auth import ANY_AUDIENCE, IssuerSettings
 from carousel.domain.clock import Clock
 from carousel.domain.errors import ConfigError, Unavailable
+from carousel.domain.text import text_fault
 
 _WLCG_VERSION = re.compile(r"^1\.[0-9]+$")
 _MAX_TOKEN_CHARS = 16_384  # far above any real token; bounds the work a garbage header costs
@@ -111,10 +113,14 @@ class JwtVerifier:
         issuer = self._issuers.get(claimed_issuer) if isinstance(claimed_issuer, str) else None
         if issuer is None:
             raise InvalidToken(f"the token's issuer {str(claimed_issuer)[:200]!r} is not trusted here")
-        if header.get("alg") not in issuer.algorithms:
-            raise InvalidToken(f"algorithm {str(header.get('alg'))[:20]!r} is not accepted for this issuer")
+        algorithm = header.get("alg")
+        if not isinstance(algorithm, str) or algorithm not in issuer.algorithms:
+            raise InvalidToken(f"algorithm {str(algorithm)[:20]!r} is not accepted for this issuer")
         kid = header.get("kid")
         key = self._keys[issuer.issuer].key_for(token, kid if isinstance(kid, str) else None)
+        # A JWKS entry (PyJWK) holds its cryptography key in .key; a PEM file gives the key itself.
+        if not key_fits(algorithm, getattr(key, "key", key)):
+            raise InvalidToken(f"algorithm {algorithm!r} does not fit the issuer's key")
         audiences = [*issuer.audiences, *([ANY_AUDIENCE] if issuer.accept_any_audience else [])]
         try:
             claims = jwt.decode(
@@ -137,10 +143,15 @@ class JwtVerifier:
             raise InvalidToken(f"the token is not meant for this service ({exc})") from exc
         except jwt.PyJWTError as exc:
             raise InvalidToken(f"the token is not valid: {exc}") from exc
+        except (TypeError, ValueError) as exc:  # PyJWT's own checks missed it: still the token's fault
+            raise InvalidToken(f"the token cannot be verified: {type(exc).__name__}") from exc
         self._check_times(claims, issuer)
         subject = claims["sub"]
         if not isinstance(subject, str) or not subject or len(subject) > 255:
             raise InvalidToken("the token's subject is not a string of 1 to 255 characters")
+        fault = text_fault(subject)  # it names the caller, and so owns requests in the database
+        if fault is not None:
+            raise InvalidToken(f"the token's subject {fault}")
         version = claims.get("wlcg.ver")
         if version is not None and not (isinstance(version, str) and _WLCG_VERSION.match(version)):
             raise InvalidToken(f"wlcg.ver {str(version)[:20]!r} is not a version 1 token profile")

@@ -148,7 +148,8 @@ class HttpLimits(BaseModel):
 class Quotas(BaseModel):
     """Back-pressure, so that one tenant cannot starve the others: over a quota the caller gets 429 with
     Retry-After. None: no quota. Calls are counted per caller and per the caller's first group, files
-    queued (not yet ended for their requester) per caller and per request group."""
+    queued (not yet ended for their requester) per caller and per request group. A caller without a group
+    is bound by the per-caller limits only (docs/security.md)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -210,8 +211,8 @@ class Settings(BaseSettings):
 
     # The one root of the service's local state (docs/operations.md). Relative: to where the command starts.
     data_dir: Path = Field(default_factory=default_data_dir)
-    # Empty: the SQLite file carousel.sqlite3 in data_dir.
-    database_url: str = ""
+    # Empty: the SQLite file carousel.sqlite3 in data_dir. Out of the settings' repr: it may hold a password.
+    database_url: str = Field(default="", repr=False)
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
     site_name: str = "carousel"

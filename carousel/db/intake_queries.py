@@ -32,6 +32,7 @@ from sqlalchemy import (
 from sqlalchemy import cast as cast_
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import CursorResult
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from carousel.db.link_start import recall_started, started_of_recall_in_flight
@@ -114,17 +115,33 @@ def insert_request(
     )
 
 
-def insert_alias(session: Session, alias: str, request_id: str) -> None:
-    session.execute(ALIASES.insert().values(alias=alias, request_id=request_id))
+def insert_alias(session: Session, owner: str, alias: str, request_id: str) -> bool:
+    """Give the owner's request an alias; False when the owner already has that alias (a submit racing
+    this one took it), with nothing written."""
+    try:
+        with session.begin_nested():
+            session.execute(ALIASES.insert().values(owner=owner, alias=alias, request_id=request_id))
+    except IntegrityError:
+        return False
+    return True
 
 
-def request_of_alias(session: Session, alias: str) -> StageRequest | None:
-    """The request an alias names (whoever owns it), or None."""
-    return session.scalars(
-        select(StageRequest)
-        .join(ALIASES, ALIASES.c.request_id == StageRequest.id)
-        .where(ALIASES.c.alias == alias)
-    ).one_or_none()
+def requests_of_alias(
+    session: Session, alias: str, *, owner: str, groups: Sequence[str] = ()
+) -> list[StageRequest]:
+    """The requests an alias names among the owner's own and, with `groups`, those of these groups (whose
+    owners each have aliases of their own): the owner's own first, then the newest."""
+    visible = ALIASES.c.owner == owner
+    if groups:
+        visible = or_(visible, StageRequest.grp.in_(groups))
+    return list(
+        session.scalars(
+            select(StageRequest)
+            .join(ALIASES, ALIASES.c.request_id == StageRequest.id)
+            .where(ALIASES.c.alias == alias, visible)
+            .order_by((ALIASES.c.owner == owner).desc(), StageRequest.created_at.desc())
+        )
+    )
 
 
 # The request's files as a table `t`, from one JSON array of rows (one parameter, parsed by the database:

@@ -88,10 +88,12 @@ class StageRequest(Base):
 
 
 class RequestAlias(Base):
-    """Another name for a request (XRootD's own request id)."""
+    """Another name for a request (XRootD's own request id), unique per caller: another caller's aliases
+    are neither seen nor blocked (revision 0007)."""
 
     __tablename__ = "request_aliases"
 
+    owner: Mapped[str] = mapped_column(String(256), primary_key=True)  # the request's owner
     alias: Mapped[str] = mapped_column(String(256), primary_key=True)
     request_id: Mapped[str] = mapped_column(ForeignKey("requests.id", ondelete="CASCADE"), index=True)
 

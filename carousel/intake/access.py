@@ -61,10 +61,11 @@ def resolve_request_id(session: Session, caller: Caller, name: str) -> str:
     name that then is not found, named as the client wrote it: whose alias it is stays unsaid)."""
     if is_request_id(name) or not is_alias(name):
         return name
-    request = q.request_of_alias(session, name)
-    if request is None or not may_see(caller, request):
-        return name
-    return request.id
+    groups = tuple(caller.grants.shared_groups)
+    found = [
+        r for r in q.requests_of_alias(session, name, owner=caller.name, groups=groups) if may_see(caller, r)
+    ]
+    return found[0].id if found else name
 
 
 def owned_request(session: Session, caller: Caller, request_id: str) -> StageRequest:

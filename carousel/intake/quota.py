@@ -31,15 +31,18 @@ class QueueQuota:
 @dataclass(frozen=True, slots=True)
 class QueueUsage:
     caller_queued: int
-    group: str
-    group_queued: int
+    group: str | None  # None: the caller has no group, so no group quota bounds it
+    group_queued: int | None
 
 
 def usage(session: Session, caller: Caller, group: str | None = None) -> QueueUsage:
     group = group or caller.default_group
-    return QueueUsage(
-        q.queued_files_of_owner(session, caller.name), group, q.queued_files_of_group(session, group)
-    )
+    caller_queued = q.queued_files_of_owner(session, caller.name)
+    if not caller.charges_group(group):
+        # `default` of callers without a group is no group of theirs: its count would tell one caller how
+        # much strangers have queued
+        return QueueUsage(caller_queued, None, None)
+    return QueueUsage(caller_queued, group, q.queued_files_of_group(session, group))
 
 
 def hold_quotas(session: Session, caller: Caller, group: str) -> None:
@@ -51,7 +54,8 @@ def admit(session: Session, caller: Caller, group: str, new_files: int, quota: Q
     """TooManyRequests (or TooLarge) when `new_files` more would go over the caller's or the group's quota."""
     checks = (
         ("caller", caller.name, quota.per_caller, q.queued_files_of_owner),
-        ("group", group, quota.per_group, q.queued_files_of_group),
+        # callers without a group share `default` for fair share only, not for a quota (Caller.limit_group)
+        ("group", group, quota.per_group if caller.charges_group(group) else None, q.queued_files_of_group),
     )
     for what, name, cap, count in checks:
         if cap is None:

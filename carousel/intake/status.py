@@ -6,7 +6,7 @@ import base64
 import binascii
 import json
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -16,7 +16,7 @@ from carousel.domain.callers import Caller
 from carousel.domain.errors import InvalidInput
 from carousel.domain.grants import Grants, require_some_poll_scope
 from carousel.domain.states import RequestState, TapeRestState
-from carousel.intake.access import NOT_COVERED, owned_request, request_info
+from carousel.intake.access import NOT_COVERED, is_request_id, owned_request, request_info
 from carousel.intake.model import FilePage, FileStatus, RequestPage, RequestSummary, StatusDocument
 
 _FINAL = {TapeRestState.COMPLETED, TapeRestState.FAILED, TapeRestState.CANCELLED}
@@ -71,7 +71,7 @@ def file_page(
     request = owned_request(session, caller, request_id)
     after = -1
     if cursor is not None:
-        if not cursor.isdigit() or len(cursor) > 12:
+        if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 12:  # int() reads "²" as no digit
             raise InvalidInput(f"cursor {cursor[:40]!r} is not one this service gave out", field="cursor")
         after = int(cursor)
     rows = q.link_status_page(session, request.id, after_ordinal=after, limit=limit + 1, state=state)
@@ -104,11 +104,13 @@ def _decode_listing_cursor(cursor: str) -> tuple[datetime, str]:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         created, request_id = raw.split("|", 1)
         created_at = datetime.fromisoformat(created)
-    except (binascii.Error, UnicodeDecodeError, ValueError):
+        # in UTC, as the service wrote it: year 1 or 9999 with an offset overflows here, not in the query
+        in_utc = created_at.astimezone(UTC)
+    except (binascii.Error, UnicodeDecodeError, ValueError, OverflowError):
         raise foreign from None
-    if created_at.tzinfo is None:
+    if created_at.tzinfo is None or not is_request_id(request_id):
         raise foreign
-    return created_at, request_id
+    return in_utc, request_id
 
 
 def list_requests(

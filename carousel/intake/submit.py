@@ -167,8 +167,9 @@ def submit(
     require_group(caller.grants, caller.groups, group)
     if quota is not None and quota.active:
         admit(session, caller, group, len(paths), quota)  # early: a refusal costs the library nothing
-    if order.alias is not None and q.request_of_alias(session, order.alias) is not None:
-        raise Conflict(f"alias {order.alias!r} already names a request", field="alias")
+    # Aliases are the caller's own: another caller's never conflict (nor show through a 409).
+    if order.alias is not None and q.requests_of_alias(session, order.alias, owner=caller.name):
+        raise Conflict(f"alias {order.alias!r} already names a request of yours", field="alias")
     answers = _lookup(adapter, paths)
     found = [
         _new_file(i, path, answer, lifetime, buffer=buffer.limits() if buffer.enabled else None)
@@ -195,8 +196,8 @@ def submit(
         now=now,
         colocation=order.colocation,
     )
-    if order.alias is not None:
-        q.insert_alias(session, order.alias, request_id)
+    if order.alias is not None and not q.insert_alias(session, caller.name, order.alias, request_id):
+        raise Conflict(f"alias {order.alias!r} already names a request of yours", field="alias")
     q.queue_files(session, request_id, found, group=group, priority=order.priority, now=now)
     if buffer.enabled:  # files already on disk that this request joins become the most recently used
         q.touch_files_of_request(session, request_id, now)

@@ -19,6 +19,7 @@ from carousel.db.models import PolicySettingsRow
 from carousel.domain.clock import Clock
 from carousel.domain.errors import Conflict, InvalidInput
 from carousel.domain.policy_choice import AuditEntry, PolicyChoice
+from carousel.domain.text import json_text_fault, text_fault
 from carousel.policy_admin.model import FROM_SETTINGS, SETTINGS_VERSION, ActivePolicySettings, AuditPage
 from carousel.policy_admin.validation import built_policy
 
@@ -65,6 +66,13 @@ def change_policy(
         raise InvalidInput("say why the policy changes: reason must not be empty", field="reason")
     if len(why) > MAX_REASON_LENGTH:
         raise InvalidInput(f"reason is longer than {MAX_REASON_LENGTH} characters", field="reason")
+    # the API's schema checks these first; the command line reaches this use case directly
+    fault = text_fault(why, one_line=False)
+    if fault is not None:
+        raise InvalidInput(f"reason {fault}", field="reason")
+    found = json_text_fault(dict(choice.options), "options")
+    if found is not None:
+        raise InvalidInput(f"{found[0]} {found[1]}", field="options")
     built_policy(choice)
     current = _active_of(q.active_policy_row(session, for_update=True), settings)
     if expected_version is not None and expected_version != current.version:
@@ -96,7 +104,7 @@ def audit_trail(session: Session, *, limit: int, cursor: str | None = None) -> A
     """The changes, newest first, `limit` at a time; pass `next_cursor` back for older ones."""
     before: int | None = None
     if cursor is not None:
-        if not cursor.isdigit() or len(cursor) > 18:
+        if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 18:  # int() refuses "²"
             raise InvalidInput(f"cursor {cursor[:40]!r} is not one this service gave out", field="cursor")
         before = int(cursor)
     found = q.audit_entries(session, limit=limit + 1, before_id=before)

@@ -19,6 +19,10 @@ from functools import cached_property
 from carousel.domain.errors import InvalidInput
 
 DEFAULT_SPAN = timedelta(days=1)
+# A window's bounds: before the epoch there is no tape history, and a day's arithmetic past the end of
+# year 9998 would overflow Python's dates.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 MAX_BUCKETS = 2_500  # about a hundred days of hours, or seven years of days
 
 
@@ -126,4 +130,12 @@ def _aware(when: datetime, name: str) -> datetime:
         raise InvalidInput(
             f"{name} needs a time zone (for example 2026-01-01T00:00:00Z): {when.isoformat()}", field=name
         )
-    return when.astimezone(UTC)
+    try:
+        in_utc = when.astimezone(UTC)  # year 1 or 9999 with an offset overflows
+    except OverflowError:
+        in_utc = None
+    if in_utc is None or not EARLIEST <= in_utc < LATEST:
+        raise InvalidInput(
+            f"{name} must lie between {EARLIEST.year} and {LATEST.year - 1}: {when.isoformat()}", field=name
+        )
+    return in_utc

@@ -13,7 +13,6 @@ on standard error, which xrootd writes to its log. Exit status: 0 done, 1 the se
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,7 +23,7 @@ from typing import TextIO
 import httpx
 
 from carousel.domain.errors import ConfigError
-from carousel.xrootd.arguments import Operation, PrepareCall, UsageError, parse_call
+from carousel.xrootd.arguments import Operation, PrepareCall, UsageError, escaped, parse_call
 from carousel.xrootd.query_answer import error_answer, request_answer
 from carousel.xrootd.service import CarouselService, Refused, ServiceError
 from carousel.xrootd.settings import ProgramSettings, load_program_settings
@@ -35,8 +34,6 @@ EXIT_FAILED = 1
 EXIT_UNUSABLE = 2
 FILES_READ_AT_MOST = 10_000  # XRootD requests hold at most 1024 files; an answer shows about 50
 CANCEL_RETRY_S = 0.25
-# The native API's rule for an alias (carousel.intake.access): XRootD's ids are hex digits, ':' and '.'.
-_ALIAS = re.compile(r"^[A-Za-z0-9_.:@+=-]{1,256}$")
 COLOCATION_MAX = 256
 
 
@@ -51,8 +48,10 @@ class Log:
         when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         about = ""
         if self.call is not None:
-            about = f" {self.call.operation.value} {self.call.request_id} ({self.call.client})"
-        line = " ".join(message.split())
+            call = self.call
+            about = " " + escaped(f"{call.operation.value} {call.request_id} ({call.client})")
+        # one line whatever the ids, paths and answers hold: xrootd's log is read line by line
+        line = escaped(" ".join(message.split()))
         self._stream.write(f"{when} {PROGRAM}[{os.getpid()}]{about}: {line}\n")
         self._stream.flush()
 
@@ -72,10 +71,7 @@ class Run:
 
 def _stage(run: Run) -> int:
     call = run.call
-    alias: str | None = call.request_id if call.has_request_id else None
-    if alias is not None and not _ALIAS.match(alias):
-        run.log(f"request id {alias[:80]!r} cannot be kept as an alias: cancel and query by it will not work")
-        alias = None
+    alias: str | None = call.request_id if call.has_request_id else None  # its form checked by parse_call
     colocation = call.colocation
     if colocation is not None and len(colocation.encode("utf-8", "surrogateescape")) > COLOCATION_MAX:
         run.log(f"co-location hint dropped: longer than {COLOCATION_MAX} bytes")

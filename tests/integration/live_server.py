@@ -12,9 +12,12 @@ from starlette.types import ASGIApp
 
 
 @contextmanager
-def serving(app: ASGIApp) -> Iterator[str]:
-    """Yields the base URL (http://127.0.0.1:PORT) while the app is served."""
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+def serving(app: ASGIApp, *, process_logging: bool = False) -> Iterator[str]:
+    """Yields the base URL (http://127.0.0.1:PORT) while the app is served. With `process_logging`, uvicorn's
+    records go through the process's logging set-up, as `carousel serve` has it (log_config=None)."""
+    log_config = None if process_logging else uvicorn.config.LOGGING_CONFIG
+    config = uvicorn.Config(app, log_level="warning", log_config=log_config)
+    server = uvicorn.Server(config)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)  # listening before the thread starts: the first connection waits instead of failing

@@ -123,3 +123,20 @@ def test_replay_the_last_hours_and_dry_run(tmp_path: Path, sqlite_template: Path
     code, out, err = cli(env, "policy", "dry-run", "carousel")
     assert code == 0, err
     assert "0 tapes with work" in out and "candidate: carousel" in out and "active: fifo" in out
+
+
+def test_text_that_cannot_be_stored_is_a_one_line_refusal(tmp_path: Path, sqlite_template: Path) -> None:
+    database = tmp_path / "policy.sqlite3"
+    database.write_bytes(sqlite_template.read_bytes())
+    env = {"CAROUSEL_DATABASE_URL": f"sqlite:///{database}", "CAROUSEL_POLICY": "fifo"}
+    weights = '{"fair_share": {"weights": {"atlas\\u0000": 1}}}'  # NUL, as JSON's escape
+    refusals = [
+        (("--options", weights, "--reason", "x"), "options.fair_share.weights a key contains a NUL"),
+        (("--reason", "not UTF-8: \udcff"), "reason is not valid Unicode text"),  # argv bytes, escaped
+    ]
+    for args, says in refusals:
+        code, _, err = cli(env, "policy", "set", "carousel", *args)
+        assert code == 2, err
+        assert err.startswith("carousel: ") and says in err and len(err.strip().splitlines()) == 1
+    code, out, _ = cli(env, "policy", "show")
+    assert json.loads(out)["version"] == 0

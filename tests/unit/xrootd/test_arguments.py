@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from carousel.xrootd.arguments import Operation, UsageError, parse_call, strip_cgi
+from carousel.xrootd.arguments import Operation, UsageError, escaped, parse_call, strip_cgi
 
 REQID = "52667f000001:277289e9.6b025b1b:1"
 
@@ -79,3 +79,23 @@ def test_query_strings_are_cut_from_paths() -> None:
 def test_calls_xrootd_never_makes_are_refused_by_name(argv: list[str], says: str) -> None:
     with pytest.raises(UsageError, match=re.escape(says)):
         parse_call(argv, {})
+
+
+@pytest.mark.parametrize("request_id", ["a" * 257, "a\tb", "a\nb", "a b", "é"])
+def test_a_request_id_that_cannot_name_a_request_is_refused(request_id: str) -> None:
+    with pytest.raises(UsageError, match="cannot name a carousel request"):
+        parse_call(["--", request_id, "stage", "/a"], {})
+    assert parse_call(["--", "a" * 256, "stage", "/a"], {}).request_id == "a" * 256
+
+
+def test_paths_and_hints_that_are_not_utf8_are_refused() -> None:
+    not_utf8 = b"/star/\xff.root".decode("utf-8", "surrogateescape")  # as Python reads such an argument
+    with pytest.raises(UsageError, match="not valid UTF-8"):
+        parse_call(["--", REQID, "stage", not_utf8], {})
+    with pytest.raises(UsageError, match="co-location path"):
+        parse_call(["-C", "--", REQID, "stage", "/a"], {"XRDPREP_COLOC": not_utf8})
+
+
+def test_escaped_text_holds_one_line() -> None:
+    assert escaped("a\nb\tc\x1b") == "a\\nb\\tc\\x1b"
+    assert escaped("/star/ä.root") == "/star/ä.root"
