@@ -156,6 +156,7 @@ class FileOut(BaseModel):
     error: str | None
     started_at: datetime | None
     finished_at: datetime | None
+    checksum: str | None = Field(default=None, description="adler32, 8 hex digits, when known")
 
     @classmethod
     def of(cls, f: FileStatus) -> FileOut:
@@ -166,6 +167,7 @@ class FileOut(BaseModel):
             error=f.error,
             started_at=f.started_at,
             finished_at=f.finished_at,
+            checksum=f.checksum,
         )
 
 

@@ -53,14 +53,21 @@ def pinned(now_s: int) -> ColumnElement[bool]:
     )
 
 
+_IN_CHUNK = 2_000  # bound parameters per statement stay well under SQLite's limit
+
+
 def files_to_land(session: Session, file_ids: Sequence[int]) -> dict[int, ToLand]:
     in_flight = FILES.c.state.in_(sorted(s.value for s in FILE_IN_FLIGHT))
-    rows = session.execute(
-        select(FILES.c.id, FILES.c.path, in_flight, FILES.c.size_bytes, FILES.c.checksum).where(
-            FILES.c.id.in_(sorted(set(file_ids)))
+    ids = sorted(set(file_ids))
+    found: dict[int, ToLand] = {}
+    for start in range(0, len(ids), _IN_CHUNK):
+        rows = session.execute(
+            select(FILES.c.id, FILES.c.path, in_flight, FILES.c.size_bytes, FILES.c.checksum).where(
+                FILES.c.id.in_(ids[start : start + _IN_CHUNK])
+            )
         )
-    )
-    return {row[0]: ToLand(row[0], row[1], bool(row[2]), row[3], row[4]) for row in rows}
+        found.update((row[0], ToLand(row[0], row[1], bool(row[2]), row[3], row[4])) for row in rows)
+    return found
 
 
 def on_disk_of_path(session: Session, path: str) -> tuple[int, str, bool, str | None] | None:
@@ -135,6 +142,15 @@ def mark_missing(session: Session, file_id: int) -> bool:
         .returning(FILES.c.id)
     )
     return result.first() is not None
+
+
+def forget_copies_outside_buffer(session: Session) -> int:
+    """With the buffer on, a file is on disk only while its bytes are in the buffer: rows marked on disk from
+    before (the buffer off, or a library's own copy) are not. How many were put right."""
+    result = session.execute(
+        update(FILES).where(FILES.c.on_disk.is_(True), FILES.c.disk_used_at.is_(None)).values(on_disk=False)
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
 
 
 def usage(session: Session, now_s: int) -> BufferUsage:

@@ -463,6 +463,7 @@ def link_status_query(request_id: str) -> Select[Any]:
             ).label("started_at"),
             case((pending, FILES.c.finished_at), else_=LINKS.c.finished_at).label("finished_at"),
             and_(FILES.c.state == FileState.STAGED.value, FILES.c.on_disk).label("on_disk"),
+            FILES.c.checksum,
         )
         .select_from(LINKS.join(FILES, FILES.c.id == LINKS.c.file_id))
         .where(LINKS.c.request_id == request_id)

@@ -47,6 +47,7 @@ class FileStatus:
     error: str | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    checksum: str | None = None  # adler32 (8 hex digits), once the library or the staged bytes gave it
 
 
 @dataclass(frozen=True, slots=True)

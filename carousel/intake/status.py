@@ -30,6 +30,7 @@ def _file_status(row: Any) -> FileStatus:
         error=row.error if state is TapeRestState.FAILED else None,
         started_at=row.started_at if state is not TapeRestState.SUBMITTED else None,
         finished_at=row.finished_at if state in _FINAL else None,
+        checksum=row.checksum,
     )
 
 

@@ -59,6 +59,14 @@ class BufferUpkeep:
             self.evict_unpinned(report, EVICTIONS_PER_CYCLE)
         self.check_page(report)
 
+    def reconcile(self) -> int:
+        """At the start of a term: rows that say a file is on disk without its bytes in the buffer (left from
+        before the buffer was turned on) say so no more, so a new request recalls the file into the buffer."""
+        fixed = run_transaction(self.session_factory, q.forget_copies_outside_buffer)
+        if fixed:
+            log.warning("files marked on disk without bytes in the buffer: now on tape only", files=fixed)
+        return fixed
+
     def evict_unpinned(self, report: UpkeepReport, limit: int) -> list[str]:
         """Up to `limit` files no pin holds leave the buffer, least recently used first; their paths."""
         gone = self.evict_least_recently_used(limit)

@@ -224,6 +224,8 @@ class Cycle:
                 # written goes
                 self.buffer.prepare()
                 report.swept = self.buffer.sweep_incoming()
+                if self.buffer_upkeep is not None:
+                    self.buffer_upkeep.reconcile()
                 if report.swept:
                     log.warning("removed half-written files from the buffer", files=report.swept)
             self.inflight.new_term()

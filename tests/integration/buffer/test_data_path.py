@@ -232,6 +232,9 @@ def test_the_bytes_over_http_with_range_head_and_digest(service: Service) -> Non
         assert whole.status_code == 200 and whole.content == data
         assert "digest" not in whole.headers
 
+        listed = http.get(f"/api/native/v1/requests/{request_id}/files").json()["files"]
+        assert {f["path"]: f["checksum"] for f in listed} == {p: adler(content(p)) for p in ALL}
+
         part = http.get(path, headers={"Range": "bytes=100-199"})
         assert part.status_code == 206 and part.content == data[100:200]
         assert part.headers["content-range"] == f"bytes 100-199/{len(data)}"

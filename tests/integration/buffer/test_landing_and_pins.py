@@ -271,3 +271,14 @@ def test_late_news_of_a_read_already_ended_leaves_no_bytes(session_factory, layo
     library.write(ids["/data/f"], DATA)
     deliver(session_factory, layout, clock, [library.staged(ids["/data/f"], "/data/f", DATA)])
     assert list(layout.incoming.iterdir()) == [] and not (layout.root / "data").exists()
+
+
+def test_files_marked_on_disk_without_bytes_in_the_buffer_are_put_right(session_factory, layout, clock):
+    # staged while the buffer was off: on disk by the old rule, no bytes in the buffer
+    add_request(session_factory, [queued("/old/f", "T1", 0, T0, state=FileState.STAGED)], T0)
+    with transaction(session_factory) as session:
+        session.execute(update(QueuedFileRow).values(on_disk=True))
+    upkeep_of = BufferUpkeep(layout, session_factory, Library(layout, clock), clock, evict_on_release=True)  # type: ignore[arg-type]
+    assert upkeep_of.reconcile() == 1
+    assert not file_row(session_factory, "/old/f").on_disk
+    assert upkeep_of.reconcile() == 0
