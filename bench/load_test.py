@@ -226,6 +226,7 @@ def running_service(database_url: URL, tokens: list[str], command: str = "serve"
             k: v for k, v in os.environ.items() if not k.startswith("CAROUSEL_") and "proxy" not in k.lower()
         }
         env["CAROUSEL_CONFIG"] = str(_config(directory, database_url, port, tokens))
+        env["CAROUSEL_BUFFER__ENABLED"] = "false"  # the load is on intake; its catalogue holds multi-GB files
         subprocess.run([carousel, "db", "upgrade"], env=env, check=True, capture_output=True, timeout=120)
         log = directory / "serve.log"
         with log.open("wb") as sink:

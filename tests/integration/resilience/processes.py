@@ -21,8 +21,10 @@ LEADS = "leader lock taken: this instance leads"
 
 
 def environment(settings: Mapping[str, str]) -> dict[str, str]:
-    """This environment without CAROUSEL_* settings or proxies, plus the given CAROUSEL_* settings."""
+    """This environment without CAROUSEL_* settings or proxies, plus the given CAROUSEL_* settings. The disk
+    buffer is off unless they turn it on: the catalogues here hold multi-GB files."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAROUSEL_") and "proxy" not in k.lower()}
+    env["CAROUSEL_BUFFER__ENABLED"] = "false"
     env.update(settings)
     env["CAROUSEL_LOG_FORMAT"] = "json"
     return env

@@ -167,6 +167,7 @@ def serve(cluster: ThrowawayPostgres, url: str, directory: Path) -> tuple[subpro
         CAROUSEL_ADAPTER_OPTIONS__SCALE="1000",
         CAROUSEL_ADAPTER_OPTIONS__CATALOGUE__GENERATE__SEED="21",
         CAROUSEL_LOG_FORMAT="json",
+        CAROUSEL_BUFFER__ENABLED="false",  # a generated catalogue of multi-GB files: no bytes
     )
     log = directory / "serve.log"
     with log.open("wb") as sink:
