@@ -13,6 +13,7 @@ whose checksum cannot be known or does not match, are left to the sweep, and the
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,7 +88,7 @@ def _complete_bytes(layout: BufferLayout, session_factory: sessionmaker[Session]
     found: list[_Found] = []
     after = 0
     while True:
-        page = run_transaction(session_factory, lambda s, a=after: in_flight_page(s, a, PAGE))  # type: ignore[misc]
+        page = run_transaction(session_factory, functools.partial(in_flight_page, after_id=after, limit=PAGE))
         for file in page:
             if file.size_bytes is None:
                 continue
