@@ -35,6 +35,16 @@ class ToLand(NamedTuple):
     checksum: str | None  # the lookup's, when the library gave one
 
 
+class InFlight(NamedTuple):
+    """A file claimed or handed to the library: where its bytes may already be, and under which batch."""
+
+    id: int
+    path: str
+    size_bytes: int | None
+    checksum: str | None
+    batch_key: str | None
+
+
 class OnDisk(NamedTuple):
     id: int
     path: str
@@ -68,6 +78,17 @@ def files_to_land(session: Session, file_ids: Sequence[int]) -> dict[int, ToLand
         )
         found.update((row[0], ToLand(row[0], row[1], bool(row[2]), row[3], row[4])) for row in rows)
     return found
+
+
+def in_flight_page(session: Session, after_id: int, limit: int) -> list[InFlight]:
+    """Up to `limit` files CLAIMED or SUBMITTED with an id above `after_id`, in id order."""
+    rows = session.execute(
+        select(FILES.c.id, FILES.c.path, FILES.c.size_bytes, FILES.c.checksum, FILES.c.batch_key)
+        .where(FILES.c.state.in_(sorted(s.value for s in FILE_IN_FLIGHT)), FILES.c.id > after_id)
+        .order_by(FILES.c.id)
+        .limit(limit)
+    )
+    return [InFlight(*row) for row in rows]
 
 
 def on_disk_of_path(session: Session, path: str) -> tuple[int, str, bool, str | None] | None:

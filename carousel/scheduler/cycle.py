@@ -43,6 +43,7 @@ from carousel.domain.clock import Clock
 from carousel.domain.completion import RetryRule
 from carousel.domain.planning import LibraryCosts, Plan
 from carousel.domain.states import NOT_ON_TAPE
+from carousel.scheduler.buffer_adoption import staged_in_buffer
 from carousel.scheduler.buffer_upkeep import BufferUpkeep, LiveBuffer, UpkeepReport
 from carousel.scheduler.feed import FeedControl, FeedSettings
 from carousel.scheduler.inflight import InFlightWatch
@@ -85,6 +86,7 @@ class CycleReport:
     events: CompletionReport | None = None
     landing: LandingReport | None = None  # staged bytes landed in the buffer, or failed to
     buffer: UpkeepReport | None = None  # evictions and bytes found missing (the buffer on)
+    found_staged: int = 0  # in-flight files whose verified bytes were in the buffer at a new term
     swept: int = 0  # half-written files removed from the buffer's incoming directory (a new term)
     recorded_late: int = 0  # files whose hand-over record an earlier cycle could not write
     recovered_claims: int = 0
@@ -188,6 +190,7 @@ class Cycle:
             margin_s=settings.read_timeout_margin_s,
         )
         self._term = 0
+        self._buffer_seq = 0  # events of the stream `<event_stream>:bf` (carousel.scheduler.buffer_adoption)
         # events taken from the adapter but not yet committed: the adapter delivers each once
         self._unapplied: list[Event] = []
         # files whose cancel the HSM answered "in progress": not asked again while they stay so
@@ -223,6 +226,7 @@ class Cycle:
                 # before anything is handed over again: the directories are there, what a crash left half
                 # written goes
                 self.buffer.prepare()
+                report.found_staged = self._apply_staged_in_buffer()
                 report.swept = self.buffer.sweep_incoming()
                 if self.buffer_upkeep is not None:
                     self.buffer_upkeep.reconcile()
@@ -308,6 +312,28 @@ class Cycle:
             lambda session: apply_events(session, self.event_stream, events, self.retry, pinning)
         )
         self._unapplied = []
+
+    def _apply_staged_in_buffer(self) -> int:
+        """A new term: files a dead leader's library staged into the buffer, unreported, are staged; not read
+        from tape again (carousel.scheduler.buffer_adoption)."""
+        assert self.buffer is not None
+        events = staged_in_buffer(
+            self.buffer, self.session_factory, self.adapter, self.clock, self._next_buffer_seq
+        )
+        if not events:
+            return 0
+        pinning = Pinning(self.clock.now(), self.settings.buffer.default_lifetime_s)
+        done = self._transaction(
+            lambda session: apply_events(session, f"{self.event_stream}:bf", events, self.retry, pinning)
+        )
+        log.warning(
+            "files found staged in the buffer at a new term: completed, not read again", files=done.staged
+        )
+        return done.staged
+
+    def _next_buffer_seq(self) -> int:
+        self._buffer_seq += 1
+        return self._buffer_seq
 
     def _destination(self, file_key: str) -> str:
         """Where the library writes a file's bytes: the buffer's incoming directory, named by the file key."""

@@ -13,8 +13,9 @@ virtual time, the write happens at the event), by `writer.StagedWriter` from the
 a retryable FILE_FAILED naming the reason. A file without a destination is recalled without bytes: the
 replays of multi-GB catalogues keep accounting only. Lookups and FILE_STAGED carry the file's adler32.
 
-With a read log (hsm_adapters.simulated.read_log), files the library brought to disk in an earlier process
-are on disk (lookup says so): their submission is answered FILE_STAGED at once, without a tape read, until
+With a read log (hsm_adapters.simulated.read_log), files a library brought to disk in an earlier process, or
+in another process sharing the log, are on disk (lookup says so; the log is read again at each lookup and
+submission): their submission is answered FILE_STAGED at once, without a tape read, until
 carousel evicts them.
 """
 
@@ -132,6 +133,8 @@ class SimulatedAdapter:
             if latency > self._lookup_timeout_s:
                 reason = f"no answer within {self._lookup_timeout_s:g} s: the library is slow"
                 return [Unknown(path, reason) for path in paths]
+            if self._read_log is not None:
+                self._read_log.refresh()  # what another process sharing the log brought to disk
             results: list[LookupResult] = []
             for path in paths:
                 entry = self.library.catalogue.get(path)
@@ -173,6 +176,9 @@ class SimulatedAdapter:
         """Files on disk are answered at once; the rest of the batch goes to the library."""
         if batch.key in self._keys:
             return
+        # asked now, not at the process's start: another process sharing the log (a leader that died
+        # before its events were applied) may have brought these files to disk since
+        read_log.refresh()
         cached = [f for f in batch.files if f.path in read_log.on_disk]
         rest = tuple(f for f in batch.files if f.path not in read_log.on_disk)
         if rest:

@@ -4,17 +4,20 @@ The simulated library lives in the process that runs it: when the process ends, 
 goes with it, whereas a real HSM's disk cache outlives carousel. With a read log (adapter option `read_log`)
 the adapter appends one CSV line per file that reaches disk: `instance,source,path,batch_key`, source `tape`
 for a read from tape, `disk` for a file that was on disk already. A new process starts with the paths of the
-log on disk: a submission of one is answered FILE_STAGED at once, without a tape read, as an HSM answers for
-a file in its cache. Counting the `tape` lines of a path tells how often it was read from tape, across
-restarts. When carousel evicts a path (`HsmAdapter.evict`), a line with source `evicted` says the disk copy
-is gone: replayed in order, the log gives the paths on disk now. For tests and demonstrations of crash
-recovery.
+log on disk: a submission of one is answered FILE_STAGED at once, without a tape read, as an HSM answers for a
+file in its cache. Several processes may share one log (a leader and its standby): each appends whole lines
+with one O_APPEND write, and each reads what the others appended when it is asked about a path (`refresh`),
+not only at its start, as an HSM's cache answers for whatever reached it. Counting the `tape` lines of a path
+tells how often it was read from tape, across restarts. When carousel evicts a path (`HsmAdapter.evict`), a
+line with source `evicted` says the disk copy is gone: replayed in order, the log gives the paths on disk now.
+For tests and demonstrations of crash recovery.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import os
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
@@ -53,18 +56,37 @@ class ReadLog:
         self.path = Path(path)
         self.instance = uuid.uuid4().hex[:12]
         self.on_disk: set[str] = set()
-        for line in read_log_lines(self.path):
+        self._offset = 0  # bytes of the log replayed into on_disk so far
+        try:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise ConfigError(f"read_log {self.path}: cannot open for appending: {exc}") from exc
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Replay the lines appended since the last look (by this process or another), in order: on_disk
+        is then what the shared log says now. A line still being written is left for the next look."""
+        with self.path.open("rb") as handle:
+            handle.seek(self._offset)
+            new = handle.read()
+        whole = new[: new.rfind(b"\n") + 1]
+        if not whole:
+            return
+        first_line = self._offset == 0
+        self._offset += len(whole)
+        text = whole.decode("utf-8")
+        for number, row in enumerate(csv.reader(io.StringIO(text, newline="")), start=1):
+            if len(row) != len(ReadLogLine._fields):
+                where = f", line {number}" if first_line else ""
+                raise ConfigError(f"{self.path}{where}: expected instance,source,path,batch_key")
+            line = ReadLogLine(*row)
             if line.source == EVICTED:
                 self.on_disk.discard(line.path)
             else:
                 self.on_disk.add(line.path)
-        try:
-            self._file = self.path.open("a", newline="", encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"read_log {self.path}: cannot open for appending: {exc}") from exc
 
     def record(self, source: str, staged: Iterable[tuple[str, str | None]]) -> None:
-        """Append (path, batch key) of files that reached disk; flushed at once, so a killed process loses
+        """Append (path, batch key) of files that reached disk; written at once, so a killed process loses
         no line it wrote."""
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
@@ -75,6 +97,7 @@ class ReadLog:
 
     def evict(self, paths: Iterable[str]) -> None:
         """The disk copies of these paths are gone: one `evicted` line for each that was on disk."""
+        self.refresh()
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         for path in paths:
@@ -84,9 +107,11 @@ class ReadLog:
         self._append(buffer.getvalue())
 
     def _append(self, text: str) -> None:
-        if text:
-            self._file.write(text)
-            self._file.flush()
+        # one write of whole lines with O_APPEND: lines of processes sharing the log never interleave
+        data = text.encode("utf-8")
+        while data:
+            written = os.write(self._fd, data)
+            data = data[written:]
 
     def close(self) -> None:
-        self._file.close()
+        os.close(self._fd)

@@ -82,3 +82,53 @@ def test_a_broken_log_line_is_named(tmp_path: Path) -> None:
     log.write_text("a,tape,/p,b1\nnot a line\n")
     with pytest.raises(ConfigError, match=r"reads\.csv, line 2"):
         read_log_lines(log)
+
+
+def test_a_standby_started_earlier_answers_from_disk_what_the_leader_read_since(
+    clock: ManualClock, tmp_path: Path
+) -> None:
+    log = tmp_path / "reads.csv"
+    standby = adapter(clock, log)  # both processes run from the start
+    leader = adapter(clock, log)
+    leader.submit(batch(leader, "b1", 3))
+    assert run(leader, clock).count(EventKind.FILE_STAGED) == 3  # read after the standby started
+
+    # the leader dies with its events unapplied; the standby, now leading, is handed the batch again
+    standby.submit(batch(standby, "b1", 3))
+    events = standby.poll_events()
+    assert [e.kind for e in events].count(EventKind.FILE_STAGED) == 3  # answered at once, from disk
+    assert run(standby, clock) == [] and standby.library.stats().files_staged == 0
+    tape_reads = [line.path for line in read_log_lines(log) if line.source == TAPE]
+    assert len(tape_reads) == len(set(tape_reads)) == 3
+    standby.close()
+    leader.close()
+
+
+def test_lookup_sees_what_another_process_brought_to_disk_and_evicted(
+    clock: ManualClock, tmp_path: Path
+) -> None:
+    log = tmp_path / "reads.csv"
+    watcher = adapter(clock, log)
+    reader = adapter(clock, log)
+    paths = [f.path for f in batch(reader, "b1", 2).files]
+    assert [r.on_disk for r in watcher.lookup(paths)] == [False, False]  # type: ignore[union-attr]
+    reader.submit(batch(reader, "b1", 2))
+    run(reader, clock)
+    assert [r.on_disk for r in watcher.lookup(paths)] == [True, True]  # type: ignore[union-attr]
+    reader.evict(paths[:1])
+    assert [r.on_disk for r in watcher.lookup(paths)] == [False, True]  # type: ignore[union-attr]
+    watcher.close()
+    reader.close()
+
+
+def test_a_line_still_being_written_waits_for_its_end(clock: ManualClock, tmp_path: Path) -> None:
+    log = tmp_path / "reads.csv"
+    sim = adapter(clock, log)
+    path = batch(sim, "b1", 1).files[0].path
+    with log.open("a") as other:  # another process, halfway through its line
+        other.write(f"x,tape,{path}")
+        other.flush()
+        assert sim.lookup([path])[0].on_disk is False  # type: ignore[union-attr]
+        other.write(",b9\n")
+    assert sim.lookup([path])[0].on_disk is True  # type: ignore[union-attr]
+    sim.close()
