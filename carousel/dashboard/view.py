@@ -51,6 +51,7 @@ class Library:
     drives_busy: int | None
     mounted_tapes: tuple[str, ...]
     problem: str | None = None
+    description: str | None = None  # what the library is, when its adapter says (a simulated one: its clock scale)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +165,11 @@ def library_now(adapter: HsmAdapter) -> Library:
     except Exception as exc:
         return Library("unknown", None, None, (), problem=f"the library did not answer: {exc}")
     busy = capacity.drives_total - capacity.drives_free
-    return Library(health.value, capacity.drives_total, busy, tuple(sorted(capacity.mounted_tapes)))
+    describe = getattr(adapter, "describe", None)  # optional, as for library_costs: not in the protocol
+    description = str(describe()) if callable(describe) else None
+    return Library(
+        health.value, capacity.drives_total, busy, tuple(sorted(capacity.mounted_tapes)), None, description
+    )
 
 
 def throughput(session: Session, now: datetime, costs: LibraryCosts | None) -> Throughput:

@@ -134,6 +134,9 @@ def test_every_number_on_the_page_comes_from_the_database(recorded: Recorded) ->
         assert response.headers["content-type"].startswith("text/html")
         page = Page(response.text)
         check_against_database(page, recorded)
+        # what the library is, with its clock's scale: the page's rates are in the service's clock
+        description = recorded.history.adapter.describe()
+        assert "clock" in description and f'id="library-description">{description}<' in response.text
         (figure,) = page.images
         assert figure.startswith("api/reports/library?") and "format=png" in figure
         image = api.get("/" + figure)
