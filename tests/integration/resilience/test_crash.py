@@ -56,6 +56,9 @@ SETTINGS = {
     "CAROUSEL_ADAPTER_OPTIONS__CATALOGUE__GENERATE__SEED": "7",
     "CAROUSEL_ADAPTER_OPTIONS__CATALOGUE__GENERATE__CARTRIDGES": "100",
     "CAROUSEL_ADAPTER_OPTIONS__CATALOGUE__GENERATE__FILES_PER_CARTRIDGE": "100",
+    # LIBRARY's generator, whatever the embedded default library's is
+    "CAROUSEL_ADAPTER_OPTIONS__CATALOGUE__GENERATE__SIZE_MODEL": "star2006",
+    "CAROUSEL_ADAPTER_OPTIONS__CATALOGUE__GENERATE__LAYOUT": "packed",
 }
 ACTIVE = sorted(state.value for state in FILE_ACTIVE)
 WATCH_S = 10.0  # bounded; a loaded machine may take seconds to reach its first claim

@@ -166,6 +166,11 @@ def serve(cluster: ThrowawayPostgres, url: str, directory: Path) -> tuple[subpro
         CAROUSEL_CYCLE_INTERVAL_S="0.3",
         CAROUSEL_ADAPTER_OPTIONS__SCALE="1000",
         CAROUSEL_ADAPTER_OPTIONS__CATALOGUE__GENERATE__SEED="21",
+        # the catalogue the test takes its names from, whatever the embedded default library is
+        CAROUSEL_ADAPTER_OPTIONS__CATALOGUE__GENERATE__CARTRIDGES="200",
+        CAROUSEL_ADAPTER_OPTIONS__CATALOGUE__GENERATE__FILES_PER_CARTRIDGE="50",
+        CAROUSEL_ADAPTER_OPTIONS__CATALOGUE__GENERATE__SIZE_MODEL="star2006",
+        CAROUSEL_ADAPTER_OPTIONS__CATALOGUE__GENERATE__LAYOUT="packed",
         CAROUSEL_LOG_FORMAT="json",
         CAROUSEL_BUFFER__ENABLED="false",  # a generated catalogue of multi-GB files: no bytes
     )
