@@ -51,7 +51,7 @@ class Library:
     drives_busy: int | None
     mounted_tapes: tuple[str, ...]
     problem: str | None = None
-    description: str | None = None  # what the library is, when its adapter says (a simulated one: its clock scale)
+    description: str | None = None  # what the library is, if its adapter says (simulated: its clock scale)
 
 
 @dataclass(frozen=True, slots=True)
