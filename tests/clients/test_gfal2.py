@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -224,20 +223,3 @@ def test_gfal_bringonline_staging_metadata_sets_the_activity(service: Service):
     assert last_status(output) == {surl: "READY"}
     newest = httpx.get(f"{service.url}/api/native/v1/requests", params={"limit": 1}, timeout=10).json()
     assert newest["requests"][0]["activity"] == "Data Consolidation"
-
-
-def test_the_readmes_gfal2_example_works_as_written(service: Service):
-    # As a new user runs it: a shell whose PATH starts with the virtual environment (whose python3 cannot
-    # import gfal2) and without GFAL_PYTHONBIN of its own; the README's lines, pointed at this service.
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    block = next(b for b in readme.split("```") if "gfal-bringonline" in b)
-    path = service.take(1)[0]
-    script = re.sub(r"http://127\.0\.0\.1:8000/\S+", service.surl(path), block)
-    env = {k: v for k, v in service.env.items() if k != "GFAL_PYTHONBIN"}
-    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}"
-    result = subprocess.run(
-        ["sh", "-c", script], env=env, capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S, check=False
-    )
-    output = result.stdout + result.stderr
-    assert "not found" not in output, output
-    assert last_status(output) == {service.surl(path): "READY"}, output

@@ -5,7 +5,9 @@ whose adler32 gfal-sum reports; gfal-evict, then archiveinfo says TAPE and the b
 from __future__ import annotations
 
 import random
+import re
 import subprocess
+import sys
 import time
 import zlib
 from collections.abc import Iterator
@@ -110,3 +112,30 @@ def test_evict_then_archiveinfo_says_tape_and_the_buffer_file_is_gone(service: S
     assert not in_buffer.exists()
     gone = httpx.get(surl, timeout=10)
     assert gone.status_code == 409 and gone.headers["content-type"] == "application/problem+json"
+
+
+def test_the_readmes_gfal2_example_works_as_written(service: Service, tmp_path: Path) -> None:
+    """As a new user runs README's lines: a shell whose PATH starts with the virtual environment (whose
+    python3 cannot import gfal2) and with no GFAL_PYTHONBIN of its own; the README's URLs pointed at this
+    service and its copy at a directory of the test's."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    block = next(b for b in readme.split("```") if "gfal-bringonline" in b)
+    path = PATHS[1]
+    surl = service.url + path
+    copy = tmp_path / "copy.root"
+    script = re.sub(r"http://127\.0\.0\.1:8000/\S+", surl, block)
+    script = re.sub(r"file:///tmp/\S+", f"file://{copy}", script)
+    env = {k: v for k, v in service.env.items() if k != "GFAL_PYTHONBIN"}
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}"
+    result = subprocess.run(
+        ["sh", "-ec", script], env=env, capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S, check=False
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0 and "not found" not in output, output
+    assert f"{surl} READY" in output, output
+    assert copy.read_bytes() == content(path)
+    assert f"{surl} {zlib.adler32(content(path)):08x}" in output, output
+    deadline = time.monotonic() + EVICTED_WITHIN_S  # bounded: gfal-evict released it, the next cycle evicts
+    while locality(service, path) != "TAPE" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert locality(service, path) == "TAPE"
