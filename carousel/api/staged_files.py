@@ -10,18 +10,36 @@ serves with other methods gets 405, never this route's answer (Starlette would p
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse, Response
 from starlette.routing import Match
 
 from carousel.api.context import Context, CurrentCaller, DbSlot
-from carousel.api.problems import problem_response
+from carousel.api.problems import PROBLEM_JSON, problem_response
 from carousel.buffer.layout import BufferLayout
 from carousel.intake import staged_bytes as case
 
-router = APIRouter(tags=["staged files"])
+_ANSWERS: dict[int | str, dict[str, Any]] = {
+    200: {"description": "The staged file's bytes", "content": {"application/octet-stream": {}}},
+    206: {"description": "The bytes a Range asked for", "content": {"application/octet-stream": {}}},
+} | {
+    code: {"description": description, "content": {PROBLEM_JSON: {}}}
+    for code, description in (
+        (400, "A path that can name no file in the buffer"),
+        (401, "No valid credentials (WWW-Authenticate says why)"),
+        (403, "No storage.read or storage.stage scope covers the path"),
+        (404, "Not a file carousel knows: stage it first (POST /api/v1/stage)"),
+        (405, "The path belongs to an API route that takes another method"),
+        (409, "Known, but on tape only (never staged, or evicted): stage it again"),
+        (416, "A Range outside the file"),
+        (429, "Over the call rate (Retry-After says when to come back)"),
+        (503, "The database is unreachable (Retry-After)"),
+    )
+}
+
+router = APIRouter(tags=["staged files"], responses=_ANSWERS)
 
 
 class StagedFileResponse(FileResponse):
@@ -67,7 +85,9 @@ def other_methods(request: Request) -> list[str]:
     ]
 
 
-@router.api_route("/{path:path}", methods=["GET", "HEAD"], include_in_schema=True)
+# one operation id per method: OpenAPI names each operation once (GET and HEAD of one route would share it)
+@router.head("/{path:path}", operation_id="head_staged_file")
+@router.get("/{path:path}", operation_id="read_staged_file")
 def read_staged_file(
     path: str,
     request: Request,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from fastapi import FastAPI
 from sqlalchemy import make_url
 
 from carousel.api.app import create_app
-from carousel.config import Settings
+from carousel.config import BufferSettings, Settings
 from carousel.db.engine import make_engine, make_session_factory, upgrade_to_head
 from carousel.domain.clock import ManualClock
 from hsm_adapters.simulated.adapter import build_simulated_adapter
@@ -27,8 +28,15 @@ LIBRARY: dict[str, Any] = {
 }
 
 
+def fuzzed_settings(buffer_directory: Path) -> Settings:
+    """The settings of the fuzzed app, the disk buffer on (so its file route is fuzzed too), stated here
+    rather than taken from the environment: operations are listed at collection, before the suite's own
+    environment is set."""
+    return Settings(anonymous=True, buffer=BufferSettings(enabled=True, directory=buffer_directory))
+
+
 @pytest.fixture(scope="module")
-def fuzzed_app() -> Iterator[FastAPI]:
+def fuzzed_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FastAPI]:
     databases = PostgresDatabases(
         make_url(os.environ.get(ADMIN_URL_ENV, DEFAULT_ADMIN_URL)), f"carousel_fuzz_{os.getpid()}"
     )
@@ -39,7 +47,7 @@ def fuzzed_app() -> Iterator[FastAPI]:
     adapter = build_simulated_adapter(LIBRARY, clock)
     try:
         yield create_app(
-            Settings(anonymous=True),
+            fuzzed_settings(tmp_path_factory.mktemp("fuzz-buffer")),
             adapter=adapter,
             clock=clock,
             session_factory=make_session_factory(engine),

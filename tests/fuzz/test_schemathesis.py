@@ -7,6 +7,8 @@ hypothesis from `operation.as_strategy()`.)"""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,10 +24,9 @@ from schemathesis.specs.openapi.checks import (
 from sqlalchemy.orm import sessionmaker
 
 from carousel.api.app import create_app
-from carousel.config import Settings
 from carousel.domain.clock import ManualClock
 from hsm_adapters.simulated.adapter import build_simulated_adapter
-from tests.fuzz.conftest import LIBRARY
+from tests.fuzz.conftest import LIBRARY, fuzzed_settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -44,7 +45,8 @@ def _documented_operations() -> list[tuple[str, str]]:
     clock = ManualClock()
     adapter = build_simulated_adapter(LIBRARY, clock)
     try:
-        app = create_app(Settings(), adapter=adapter, clock=clock, session_factory=sessionmaker())
+        settings = fuzzed_settings(Path(tempfile.gettempdir()))  # the directory is never written to here
+        app = create_app(settings, adapter=adapter, clock=clock, session_factory=sessionmaker())
         paths: dict[str, dict[str, Any]] = app.openapi()["paths"]
     finally:
         adapter.close()

@@ -161,5 +161,5 @@ def test_the_start_up_banner_into_a_file_keeps_each_url_whole(tmp_path: Path) ->
     expected = f"carousel API and scheduler listening on {url} (Tape REST: {url}/api/v1, docs: {url}/docs)"
     assert len(expected) > 80
     assert expected in banner.splitlines(), banner
-    database = next(line for line in banner.splitlines() if line.startswith("library: "))
+    database = next(line for line in banner.splitlines() if line.startswith("database: "))
     assert re.search(r"database: sqlite:///\S+carousel\.sqlite3$", database), banner
