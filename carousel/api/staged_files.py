@@ -21,10 +21,11 @@ from carousel.api.problems import PROBLEM_JSON, problem_response
 from carousel.buffer.layout import BufferLayout
 from carousel.intake import staged_bytes as case
 
-_ANSWERS: dict[int | str, dict[str, Any]] = {
+_BYTES: dict[int | str, dict[str, Any]] = {
     200: {"description": "The staged file's bytes", "content": {"application/octet-stream": {}}},
     206: {"description": "The bytes a Range asked for", "content": {"application/octet-stream": {}}},
-} | {
+}
+_ANSWERS: dict[int | str, dict[str, Any]] = _BYTES | {
     code: {"description": description, "content": {PROBLEM_JSON: {}}}
     for code, description in (
         (400, "A path that can name no file in the buffer"),
