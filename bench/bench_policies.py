@@ -1,12 +1,14 @@
 """The policies side by side on the repository's workloads, at full size: carousel's throughput against each
 baseline's, measured in the same run, and its makespan against the physical bound.
 
-    .venv/bin/python -m bench.bench_policies [--workload star_batch,light_load,lto_modern] [--scale 1.0]
+    .venv/bin/python -m bench.bench_policies [--workload star_batch,light_load,lto_modern,zipf_batch]
+        [--scale 1.0]
         [--policies fifo,star2006,cta,carousel]
 
 Each workload runs on its own library (carousel/replay/workloads.py), each policy as its system ran
-(carousel/replay/library_setup.py). Prints, per workload, one line per policy (makespan, bound, MB/s,
-mounts, files per mount, efficiency, latency p50/p95) and carousel's ratios; also how long each replay took.
+(carousel/replay/library_setup.py). Prints, per workload, the bound and the resource that binds, one line per
+policy (makespan, bound, MB/s, mounts, files per mount, efficiency, latency p50/p95) and carousel's ratios;
+also how long each replay took.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from carousel.replay.workloads import workload
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", default="star_batch,light_load,lto_modern")
+    parser.add_argument("--workload", default="star_batch,light_load,lto_modern,zipf_batch")
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--policies", default="fifo,star2006,cta,carousel")
     args = parser.parse_args()
@@ -36,6 +38,7 @@ def main() -> None:
             f"{'policy':>9} {'makespan s':>11} {'bound s':>10} {'x bound':>8} {'MB/s':>8} {'mounts':>7}"
             f" {'files/mnt':>9} {'effic.':>7} {'p50 s':>9} {'p95 s':>9} {'replay s':>8}"
         )
+        print_bound = True
         rates: dict[str, float] = {}
         medians: dict[str, float] = {}
         for policy in policies:
@@ -43,6 +46,15 @@ def main() -> None:
             result = replay(trace, ReplayConfig(profile=chosen.profile, drives=chosen.drives, policy=policy))
             s = summarise(result)
             took = time.perf_counter() - started
+            if print_bound:
+                detail = s["bound_detail"]
+                print(
+                    f"bound {s['physical_bound_s']:,.0f} s, binding: {detail['binding']} (drives"
+                    f" {detail['drives_s']:,.0f} s, robots {detail['robots_s']:,.0f} s, longest tape"
+                    f" {detail['longest_tape_s']:,.0f} s,"
+                    f" last arrival {detail['last_arrival_service_s']:,.0f} s)"
+                )
+                print_bound = False
             rates[policy] = s["throughput_bytes_per_s"]
             medians[policy] = s["latency_s"]["p50"]
             print(

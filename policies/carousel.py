@@ -13,10 +13,14 @@ The cost model (figures from `LibraryView.costs`, the library's physics as plain
   files have accrued, n·age, reaches patience · ρ(u) · (mount + unmount), ρ(u) = max(0, (u − knee) / (1 − u)).
   Under light load (u ≤ knee) ρ is 0 and every tape is mounted as soon as a drive is free; near saturation
   tapes wait to gather work, so mounts carry more files;
-- keep the mounted tape: files that arrive for a tape that is mounted or being read join it at once (late
-  binding: the library reads them in head order, those ahead of the head on the way); an idle mounted tape
-  competes for its drive with the pass cost alone. Files whose read failed before never join a mounted
-  tape: they wait for a later mount.
+- keep the mounted tape: files that arrive for a tape that is mounted or being read join it (late binding:
+  the library reads them in head order), in one batch once the drive has read the files it holds (the
+  library orders each batch for the fewest locates; a file handed over alone every cycle, as a large request
+  arrives, interleaves hundreds of batches and makes the head jump between them); an idle mounted tape
+  with work keeps its drive, before every tape of its priority that needs a mount. Files whose read failed
+  before never join a mounted tape: they wait for a later mount;
+- robots (when the library publishes them, `LibraryCosts.robot_s`): short mounts are not all left to the
+  end, where one robot could not exchange cartridges as fast as the drives finish them (`robot_balanced`).
 
 Nothing starves: a tape whose oldest request has waited max_wait_s goes before every other (oldest first),
 skips the patience rule, and while such a tape has no drive, busy tapes take no new files, so drives come
@@ -38,6 +42,7 @@ from policies.common import CostOptions, age_s, busy_tapes, costs_of, offline_pl
 
 RETRIES_WAIT = "its files failed on a mount of this tape: they wait for a later one"
 NO_DRIVE = "no free drive"
+JOIN_WAIT = "joins its mount in one batch once the drive has read the files it holds"
 
 
 class CarouselOptions(BaseModel):
@@ -49,12 +54,17 @@ class CarouselOptions(BaseModel):
     knee: float = Field(default=0.5, ge=0, lt=1)  # drive use below which nothing is held back
     max_files_per_mount: int = Field(default=10_000, ge=1)  # bounds one claim
     keep_mounted: bool = True  # late binding: arrivals for a mounted tape join it
+    # late binding in one batch once the drive has read what it holds: the library orders each batch for the
+    # fewest locates, and a file handed over alone every cycle, as a large request arrives, defeats that
+    join_when_read: bool = True
     costs: CostOptions = Field(default_factory=CostOptions)  # when the library publishes none
 
 
-# (rank key, tape, on a drive already, starving): the key sorts starving tapes first (oldest first among
-# them), then by priority, then by score; the tape id makes every key unique
-_Ranked = tuple[tuple[bool, float, int, float, datetime, str], TapeDemand, bool, bool]
+# (rank key, tape, on a drive already, starving, drive-seconds its mount takes, the same without locates): the
+# key sorts starving tapes first (oldest first among them), then by priority, then tapes on a drive (they
+# keep it: their files joined in one batch once it had read what it held), then by score; the tape id makes
+# every key unique
+_Ranked = tuple[tuple[bool, float, int, bool, float, datetime, str], TapeDemand, bool, bool, float, float]
 
 
 class CarouselPolicy:
@@ -96,6 +106,8 @@ class CarouselPolicy:
                 waiting[tape.tape] = "not joining its mount: its retries have waited too long for a new one"
             elif tape.retries == tape.files:
                 waiting[tape.tape] = RETRIES_WAIT
+            elif options.join_when_read:
+                waiting[tape.tape] = JOIN_WAIT
             else:
                 selections.append(self._selection(tape, on_drive=True))
 
@@ -109,13 +121,14 @@ class CarouselPolicy:
             return Plan(selections=tuple(selections), waiting=waiting, wake_at=wake_at)
 
         fixed_s = costs.mount_s + costs.unmount_s
-        for rank, (_, tape, on_drive, starving) in enumerate(
-            ranked := self._rank(others, mounted, costs, now)
-        ):
+        ranked = self._rank(others, mounted, costs, now)
+        if costs.robot_s > 0 and len(ranked) > drives - in_use:
+            ranked = robot_balanced(ranked, costs, drives)
+        for rank, (_, tape, on_drive, starving, _, _) in enumerate(ranked):
             if in_use >= drives:
                 # the rest wait for a drive; one of them starting to starve is what time alone changes
-                waiting.update((t.tape, NO_DRIVE) for _, t, _, _ in ranked[rank:])
-                rest = min(t.oldest for _, t, _, _ in ranked[rank:])
+                waiting.update((t.tape, NO_DRIVE) for _, t, _, _, _, _ in ranked[rank:])
+                rest = min(t.oldest for _, t, _, _, _, _ in ranked[rank:])
                 wake_at = _earliest(wake_at, rest + timedelta(seconds=options.max_wait_s), now)
                 break
             if on_drive and tape.retries == tape.files:
@@ -177,11 +190,12 @@ class CarouselPolicy:
                 not starving,
                 since if starving else 0.0,
                 -tape.max_priority,
+                not on_drive,
                 -score,
                 tape.oldest,
                 tape.tape,
             )
-            ranked.append((key, tape, on_drive, starving))
+            ranked.append((key, tape, on_drive, starving, service_s, service_s - max(files, 0) * per_file))
         ranked.sort(key=lambda r: r[0])
         return ranked
 
@@ -206,6 +220,66 @@ class CarouselPolicy:
             order=ReadOrder.POSITION,
             first_attempts_only=fresh_only,
         )
+
+
+def robot_balanced(ranked: list[_Ranked], costs: LibraryCosts, drives: int) -> list[_Ranked]:
+    """The ranked tapes reordered so that the robots are not left with a pile of short mounts at the end.
+
+    Every mount takes its drive for its service time and the robots for `robot_s` (two moves). Drive time per
+    mount varies a thousandfold between a one-file cartridge and a popular one; robot time does not. Read the
+    most data per drive-second first (the ranking) and the short mounts pile up at the end, where a robot that
+    idled while the long ones ran cannot exchange cartridges as fast as the drives finish them. So, within
+    each block of equal standing (not starving, one priority), the next tape is:
+    - the longest, once its service time reaches the time the work left needs at least: the larger of the
+      robots' share (robot_s per tape / robots) and the drives' share without locates (the cost model's
+      locates are position order's, above what the library's read order pays), so it cannot decide the end;
+    - else, while the robots' share is the larger, the shortest mount (most robot work per drive-second);
+    - else the next by rank.
+    """
+    ordered: list[_Ranked] = []
+    start = 0
+    while start < len(ranked):
+        stop = start
+        standing = ranked[start][0][:3]
+        while stop < len(ranked) and ranked[stop][0][:3] == standing:
+            stop += 1
+        block = ranked[start:stop]
+        # starving tapes keep their order; so do tapes on a drive (first in the ranking: they need no robot)
+        mounted = [entry for entry in block if entry[2]]
+        rest = block[len(mounted) :]
+        ordered.extend(mounted)
+        ordered.extend(rest if block[0][3] or len(rest) <= 1 else _balance(rest, costs, drives))
+        start = stop
+    return ordered
+
+
+def _balance(block: list[_Ranked], costs: LibraryCosts, drives: int) -> list[_Ranked]:
+    by_length = sorted(range(len(block)), key=lambda i: (block[i][4], i))  # shortest first; ties by rank
+    taken = [False] * len(block)
+    drive_left = sum(entry[5] for entry in block)
+    robot_left = costs.robot_s * len(block)
+    by_rank, shortest, longest = 0, 0, len(block) - 1
+    ordered: list[_Ranked] = []
+    for _ in range(len(block)):
+        while taken[by_rank]:
+            by_rank += 1
+        while taken[by_length[shortest]]:
+            shortest += 1
+        while taken[by_length[longest]]:
+            longest -= 1
+        robots_need = robot_left / costs.robots
+        drives_need = drive_left / drives
+        if block[by_length[longest]][4] >= max(robots_need, drives_need):
+            chosen = by_length[longest]
+        elif robots_need > drives_need:
+            chosen = by_length[shortest]
+        else:
+            chosen = by_rank
+        taken[chosen] = True
+        drive_left -= block[chosen][5]
+        robot_left -= costs.robot_s
+        ordered.append(block[chosen])
+    return ordered
 
 
 def _earliest(current: datetime | None, candidate: datetime, now: datetime) -> datetime | None:

@@ -167,7 +167,9 @@ def _show(rows: list[dict[str, Any]], out: Path) -> None:
     columns = (
         ("policy", "policy"),
         ("makespan s", "makespan_s"),
+        ("bound s", "bound_s"),
         ("× bound", "makespan_over_bound"),
+        ("binds", "binding"),
         ("MB/s", "throughput_mb_s"),
         ("mounts", "mounts"),
         ("files/mount", "files_per_mount"),

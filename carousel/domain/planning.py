@@ -72,6 +72,10 @@ class LibraryCosts:
     rate_bytes_per_s: float
     overhead_s: float  # per file once positioned
     locate_s: tuple[tuple[int, float], ...]
+    # robot time one mount and its dismount take together (two moves); 0: not published. With `robots`
+    # robots, mounts cannot start faster than one per robot_s / robots seconds however many drives wait
+    robot_s: float = 0.0
+    robots: int = 1
 
     def __post_init__(self) -> None:
         if not self.locate_s:
@@ -81,8 +85,13 @@ class LibraryCosts:
             raise ValueError(f"locate_s file counts must start at 1 or more and increase: {counts}")
         if self.rate_bytes_per_s <= 0:
             raise ValueError(f"rate_bytes_per_s must be positive, not {self.rate_bytes_per_s}")
-        if min(self.mount_s, self.unmount_s, self.overhead_s, *(t for _, t in self.locate_s)) < 0:
+        if (
+            min(self.mount_s, self.unmount_s, self.overhead_s, self.robot_s, *(t for _, t in self.locate_s))
+            < 0
+        ):
             raise ValueError("costs may not be negative")
+        if self.robots < 1:
+            raise ValueError(f"robots must be at least 1, not {self.robots}")
 
     def locate_per_file_s(self, files: int) -> float:
         points = self.locate_s
@@ -120,6 +129,8 @@ class LibraryCosts:
             rate_bytes_per_s=self.rate_bytes_per_s * scale,
             overhead_s=self.overhead_s / scale,
             locate_s=tuple((files, seconds / scale) for files, seconds in self.locate_s),
+            robot_s=self.robot_s / scale,
+            robots=self.robots,
         )
 
 

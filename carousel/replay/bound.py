@@ -1,90 +1,249 @@
 """The physical bound of a trace: no schedule on this library can end its last file sooner.
 
-Each touched cartridge is mounted once and its requested files are read in one pass in shortest-locate order
-from the load point (the head continuing from each file's end), with the profile's mount, locate, per-file
-overhead, read and unmount costs: T_tape. The work spread perfectly over the drives gives
+It counts every resource the simulated library shares (hsm_adapters/simulated/library.py): the drives, the
+robots that carry cartridges between slot and drive, and each cartridge, which one drive reads at a time.
+Every figure below is a least cost, so the bound holds for any policy, any read order and any number of
+mounts per cartridge:
 
-    bound = max( (Σ T_tape − k·U_max) / drives,  max_tape (T_tape − U_tape),  max_file (arrival + s_file) )
+- a file's locate is at least the cheapest way the head can reach it: from the load point, or from the end of
+  another requested file of its cartridge (`_least_locates`; a greedy read order would not be a bound). On
+  a cartridge of one wrap a pass's least locates are position order's, exactly (`_one_wrap_pass`);
+- a cartridge's work T_tape is its mount (robot + load), those locates, the per-file overheads, its reads at
+  the native rate and its unmount U_tape (the least rewind after reading them all + unload + robot); a second
+  mount only adds, unless its rewinds were cheaper by more than a whole mount and unmount, which the minimum
+  over one and two mounts covers;
+- no cartridge is mounted before its first file arrives (a library mounts only cartridges with work).
 
-where the last unmounts need not end before the last file does (k = min(drives, tapes) of them, each at most
-U_max, the longest unmount), and s_file = mount + locate from the load point + overhead + read is the least
-time a file can take once it has arrived. Robots, dismount delays and the cycle interval are left out: they
-only add time. The locate-free bound is the same with every locate taken as zero.
+With the cartridges sorted by first arrival a_j, and n_j of them arriving at a_j or later:
+
+    drives   = max_j  a_j + (Σ_{i ≥ j} T_i − min(drives, n_j)·U_max) / drives
+    robots   = max_j  a_j + (n_j + max(0, n_j − drives))·robot_move / robots + load + least first read
+    a tape   = max_tape (T_tape − U_tape)
+    arrivals = max_file (arrival + [mount, if none of its cartridge came earlier] + least locate + overhead
+                         + read)
+    bound    = the largest of the four; `binding` names it
+
+Drives: the last unmount of each drive may end after the last file (hence the k·U_max taken off). Robots:
+each cartridge arriving from a_j on needs a mount move after a_j, and every one of them that is not the last
+on its drive also a dismount move before the next mount on that drive (at most `drives` are last); the last
+of those moves is followed by a load and at least one read. Dismount delays, robot waits, cycle intervals and
+first loads of new media are left out: they only add time. The locate-free bound is the same with every
+locate taken as zero.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from carousel.replay.trace import Trace
-from hsm_adapters.simulated.physics import TapePhysics, shortest_locate_first
+from hsm_adapters.simulated.physics import TapePhysics
+
+FloatArray = npt.NDArray[np.float64]
+_LOCATE_BLOCK = 512  # rows of one cartridge's predecessor matrix computed at a time (memory stays small)
+
+DRIVES = "drives"
+ROBOTS = "robots"
+A_TAPE = "a tape"
+ARRIVALS = "arrivals"
 
 
 @dataclass(frozen=True, slots=True)
 class PhysicalBound:
     bound_s: float
     locate_free_s: float
+    binding: str  # which term decides the bound: drives, robots, a tape, arrivals
     tapes: int
-    work_s: float  # Σ T_tape
-    locate_s: float  # Σ of the locates in it
+    work_s: float  # Σ T_tape: the least drive time of the whole trace
+    locate_s: float  # Σ of the least locates in it
     longest_tape_s: float
     last_arrival_service_s: float  # max over files of arrival + least service
+    drives_s: float  # the drives' term
+    robots_s: float  # the robots' term
+    robots: int
+    robot_moves: int  # the least number of robot moves (mounts and dismounts) before the last file ends
 
 
-def physical_bound(trace: Trace, physics: TapePhysics, drives: int) -> PhysicalBound:
+@dataclass(frozen=True, slots=True)
+class _Tape:
+    first_arrival_s: float
+    arrivals: FloatArray
+    positions: FloatArray
+    sizes: FloatArray
+    least_locates: FloatArray  # per file (the arrival term)
+    pass_locates_s: float  # the least locates of a pass over all its files
+    last_rewind_s: float  # the least rewind after that pass (with any locate it needs to end there)
+    rewind_floor_s: float  # the least rewind after a mount reading any one of its files
+
+
+def physical_bound(trace: Trace, physics: TapePhysics, drives: int, robots: int = 1) -> PhysicalBound:
+    if drives < 1 or robots < 1:
+        raise ValueError(f"a library needs at least one drive and one robot, not {drives} and {robots}")
+    tapes = sorted(_tapes(trace, physics), key=lambda tape: tape.first_arrival_s)
+    full = _terms(tapes, physics, drives, robots, with_locates=True)
+    free = _terms(tapes, physics, drives, robots, with_locates=False)
+    bound_s, binding = full.largest()
+    moves = len(tapes) + max(0, len(tapes) - drives)
+    return PhysicalBound(
+        bound_s=bound_s,
+        locate_free_s=free.largest()[0],
+        binding=binding,
+        tapes=len(tapes),
+        work_s=full.work_s,
+        locate_s=sum(tape.pass_locates_s for tape in tapes),
+        longest_tape_s=full.longest_tape_s,
+        last_arrival_service_s=full.arrivals_s,
+        drives_s=full.drives_s,
+        robots_s=full.robots_s,
+        robots=robots,
+        robot_moves=moves,
+    )
+
+
+def _tapes(trace: Trace, physics: TapePhysics) -> list[_Tape]:
     first: dict[str, tuple[float, int, str, int]] = {}
     for row in trace.rows:  # by arrival: the first request for a path is its earliest
         first.setdefault(row.path, (row.arrival_s, row.size_bytes, row.tape, row.position_bytes))
-    by_tape: dict[str, list[tuple[int, int]]] = {}
-    for _, size, tape, position in first.values():
-        by_tape.setdefault(tape, []).append((position, size))
-
-    profile = physics.profile
-    mount_s = physics.mount_s()
-    work = locates = 0.0
-    tape_times: list[tuple[float, float]] = []  # (T_tape, its unmount)
-    tape_times_free: list[tuple[float, float]] = []
+    by_tape: dict[str, list[tuple[int, float, int]]] = {}
+    for arrival, size, tape, position in first.values():
+        by_tape.setdefault(tape, []).append((position, arrival, size))
+    tapes = []
     for files in by_tape.values():
-        positions = [p for p, _ in files]
-        sizes = [s for _, s in files]
-        order = shortest_locate_first(physics, 0, positions, sizes)
-        head = 0
-        locate = 0.0
-        for index in order:
-            locate += physics.locate_s(head, positions[index])
-            head = positions[index] + sizes[index]
-        moved = sum(sizes)
-        unmount = physics.unmount_s(head, moved)
-        # the locate-free pass ends at the last file in position order
-        free_unmount = physics.unmount_s(max(p + s for p, s in files), moved)
-        rest = mount_s + len(files) * profile.per_file_overhead_s + physics.read_s(moved)
-        tape_times.append((rest + locate + unmount, unmount))
-        tape_times_free.append((rest + free_unmount, free_unmount))
-        work += rest + locate + unmount
-        locates += locate
-
-    arrivals = max(
-        arrival + mount_s + physics.locate_s(0, position) + profile.per_file_overhead_s + physics.read_s(size)
-        for arrival, size, _, position in first.values()
-    )
-    arrivals_free = max(
-        arrival + mount_s + profile.per_file_overhead_s + physics.read_s(size)
-        for arrival, size, _, _ in first.values()
-    )
-    return PhysicalBound(
-        bound_s=_bound(tape_times, drives, arrivals),
-        locate_free_s=_bound(tape_times_free, drives, arrivals_free),
-        tapes=len(by_tape),
-        work_s=work,
-        locate_s=locates,
-        longest_tape_s=max(t for t, _ in tape_times),
-        last_arrival_service_s=arrivals,
-    )
+        files.sort()
+        positions = np.array([p for p, _, _ in files], dtype=np.float64)
+        arrivals = np.array([a for _, a, _ in files], dtype=np.float64)
+        sizes = np.array([s for _, _, s in files], dtype=np.float64)
+        ends = positions + sizes
+        least = _least_locates(physics, positions, ends)
+        total = np.full_like(ends, sizes.sum())
+        rewinds = physics.rewind_many(ends, total)
+        if physics.profile.wraps == 1:
+            pass_locates, last_rewind = _one_wrap_pass(physics, positions, ends, rewinds)
+        else:
+            pass_locates, last_rewind = float(least.sum()), float(rewinds.min())
+        tapes.append(
+            _Tape(
+                first_arrival_s=float(arrivals.min()),
+                arrivals=arrivals,
+                positions=positions,
+                sizes=sizes,
+                least_locates=least,
+                pass_locates_s=pass_locates,
+                last_rewind_s=last_rewind,
+                rewind_floor_s=float(physics.rewind_many(ends, sizes).min()),
+            )
+        )
+    return tapes
 
 
-def _bound(tape_times: list[tuple[float, float]], drives: int, arrivals: float) -> float:
-    total = sum(t for t, _ in tape_times)
-    last_unmounts = min(drives, len(tape_times)) * max(u for _, u in tape_times)
-    spread = (total - last_unmounts) / drives
-    longest = max(t - u for t, u in tape_times)
-    return max(spread, longest, arrivals)
+def _least_locates(physics: TapePhysics, positions: FloatArray, ends: FloatArray) -> FloatArray:
+    """Per file, the cheapest locate that can bring the head to it: from the load point, or from the end of
+    another file of the cartridge (where the head sits after reading that one). Any read order, in any
+    number of mounts, pays at least this for each file: every file has one predecessor."""
+    least: FloatArray = physics.locate_many(0.0, positions)
+    count = len(positions)
+    for start in range(0, count, _LOCATE_BLOCK):
+        stop = min(count, start + _LOCATE_BLOCK)
+        from_ends = physics.locate_many(ends[start:stop, None], positions[None, :])
+        from_ends[np.arange(stop - start), np.arange(start, stop)] = np.inf  # a file does not precede itself
+        least = np.minimum(least, from_ends.min(axis=0))
+    return least
+
+
+def _one_wrap_pass(
+    physics: TapePhysics, positions: FloatArray, ends: FloatArray, rewinds: FloatArray
+) -> tuple[float, float]:
+    """(least locates, least rewind) of one pass over a cartridge of one wrap, files by position.
+
+    Every locate costs the constant, and at least one ends each run of back-to-back files (nothing else can
+    put the head at a run's first byte for free); the head must travel forward over every gap, since reads
+    cover only the files: so position order's locates are the least. Ending anywhere but at the farthest
+    file's end means travelling back there from it, with at least one locate behind the head.
+    """
+    c = physics.coefficients
+    capacity = physics.profile.capacity_bytes
+    previous_ends = np.concatenate(([0.0], ends[:-1]))
+    gaps = positions - previous_ends
+    runs = int(np.count_nonzero(gaps))
+    locates = runs * c.constant_s + c.full_length_s * float(gaps.sum()) / capacity
+    back = np.where(ends < ends[-1], c.behind_s + c.full_length_s * (ends[-1] - ends) / capacity, 0.0)
+    return locates, float((rewinds + back).min())
+
+
+@dataclass(frozen=True, slots=True)
+class _Terms:
+    drives_s: float
+    robots_s: float
+    tape_s: float
+    arrivals_s: float
+    work_s: float
+    longest_tape_s: float
+
+    def largest(self) -> tuple[float, str]:
+        terms = ((self.drives_s, DRIVES), (self.robots_s, ROBOTS), (self.tape_s, A_TAPE))
+        return max(((self.arrivals_s, ARRIVALS), *terms), key=lambda term: term[0])
+
+
+def _work(tape: _Tape, physics: TapePhysics, *, with_locates: bool) -> tuple[float, float]:
+    """(T_tape, U_tape): the least drive time of the cartridge's files, and the unmount part of it."""
+    profile = physics.profile
+    last_rewind = (
+        tape.last_rewind_s
+        if with_locates
+        else float(
+            physics.rewind_many(tape.positions + tape.sizes, np.full_like(tape.sizes, tape.sizes.sum())).min()
+        )
+    )
+    handling = physics.mount_s() + profile.unload_s + profile.robot_exchange_s
+    mounts_s = min(handling + last_rewind, 2 * (handling + tape.rewind_floor_s))
+    locates = tape.pass_locates_s if with_locates else 0.0
+    passing = locates + len(tape.sizes) * profile.per_file_overhead_s + physics.read_s(int(tape.sizes.sum()))
+    return mounts_s + passing, profile.unload_s + profile.robot_exchange_s + last_rewind
+
+
+def _terms(
+    tapes: list[_Tape], physics: TapePhysics, drives: int, robots: int, *, with_locates: bool
+) -> _Terms:
+    profile = physics.profile
+    work = [_work(tape, physics, with_locates=with_locates) for tape in tapes]
+    last_unmount = max(u for _, u in work)
+    overhead, rate = profile.per_file_overhead_s, profile.rate_bytes_per_s
+
+    drives_s = robots_s = 0.0
+    suffix = 0.0
+    least_first_read = min(
+        float(
+            (
+                (physics.locate_many(0.0, tape.positions) if with_locates else 0.0)
+                + overhead
+                + tape.sizes / rate
+            ).min()
+        )
+        for tape in tapes
+    )
+    for index in range(len(tapes) - 1, -1, -1):  # latest first arrival first: suffix sums
+        suffix += work[index][0]
+        later = len(tapes) - index
+        start = tapes[index].first_arrival_s
+        drives_s = max(drives_s, start + (suffix - min(drives, later) * last_unmount) / drives)
+        moves = later + max(0, later - drives)
+        robots_s = max(
+            robots_s, start + moves * profile.robot_exchange_s / robots + profile.load_s + least_first_read
+        )
+
+    arrivals_s = 0.0
+    for tape in tapes:
+        locates = tape.least_locates if with_locates else 0.0
+        mount = np.where(tape.arrivals <= tape.first_arrival_s, physics.mount_s(), 0.0)
+        service = tape.arrivals + mount + locates + overhead + tape.sizes / rate
+        arrivals_s = max(arrivals_s, float(service.max()))
+    return _Terms(
+        drives_s=drives_s,
+        robots_s=robots_s,
+        tape_s=max(t - u for t, u in work),
+        arrivals_s=arrivals_s,
+        work_s=sum(t for t, _ in work),
+        longest_tape_s=max(t for t, _ in work),
+    )

@@ -191,7 +191,7 @@ def replay(
         policy,
         clock,
         max_files_per_cycle=config.max_files_per_cycle,
-        costs=library_costs(physics).per_clock(config.time_scale),
+        costs=library_costs(physics, setup.robots).per_clock(config.time_scale),
         new_key=lambda: f"c{next(counter)}",
         buffer=store.buffer,
     )

@@ -37,6 +37,7 @@ COMPARE_COLUMNS = (
     "makespan_s",
     "bound_s",
     "makespan_over_bound",
+    "binding",
     "throughput_mb_s",
     "mounts",
     "files_per_mount",
@@ -123,7 +124,7 @@ def scheduling_of(config: ReplayConfig) -> dict[str, Any]:
 
 
 def summarise(result: ReplayResult, bound: PhysicalBound | None = None) -> dict[str, Any]:
-    bound = bound or physical_bound(result.trace, result.physics, result.config.drives)
+    bound = bound or physical_bound(result.trace, result.physics, result.config.drives, result.setup.robots)
     rows = result.trace.rows
     outcomes = result.store.rows
     staged = [(row, o) for row, o in zip(rows, outcomes, strict=True) if o.state is FileState.STAGED]
@@ -171,12 +172,18 @@ def summarise(result: ReplayResult, bound: PhysicalBound | None = None) -> dict[
         "physical_bound_locate_free_s": round(bound.locate_free_s, 3),
         "makespan_over_bound": round(makespan / bound.bound_s, 4) if bound.bound_s else None,
         "bound_detail": {
+            "binding": bound.binding,
+            "drives_s": round(bound.drives_s, 3),
+            "robots_s": round(bound.robots_s, 3),
+            "longest_tape_s": round(bound.longest_tape_s, 3),
+            "last_arrival_service_s": round(bound.last_arrival_service_s, 3),
             "tapes": bound.tapes,
             "work_s": round(bound.work_s, 3),
             "locate_s": round(bound.locate_s, 3),
-            "longest_tape_s": round(bound.longest_tape_s, 3),
-            "last_arrival_service_s": round(bound.last_arrival_service_s, 3),
+            "robots": bound.robots,
+            "robot_moves": bound.robot_moves,
         },
+        "robot_wait_s": round(stats.robot_wait_s, 3),
         "cycles": result.cycles,
         "buffer": buffer_summary(result),
         "profile": profile,
@@ -214,6 +221,7 @@ def compare_row(summary: dict[str, Any]) -> dict[str, Any]:
         "makespan_s": summary["makespan_s"],
         "bound_s": summary["physical_bound_s"],
         "makespan_over_bound": summary["makespan_over_bound"],
+        "binding": summary["bound_detail"]["binding"],
         "throughput_mb_s": round(summary["throughput_bytes_per_s"] / 1e6, 3),
         "mounts": summary["mounts"],
         "files_per_mount": summary["files_per_mount"],

@@ -7,7 +7,12 @@ to the byte (`carousel workload NAME --out T.csv` writes one).
   on average (Poisson), about a tenth of what the drives serve at one file per mount;
 - lto_modern (16 × lto9): WLCG-style bulk requests: 250 requests of 200 files over 24 hours (uniform
   arrivals), each from a dataset spread over a few of 1,000 LTO-9 cartridges, three groups (50/30/20 % of
-  requests), one request in ten with priority 1.
+  requests), one request in ten with priority 1;
+- zipf_batch (12 × lto9): a popularity-skewed bulk restore: 20,000 single-file requests within ten minutes
+  whose cartridges, among 3,000, follow a Zipf law (exponent 1.1: the hottest cartridge holds about 3,000 of
+  them, about 2,000 cartridges hold any, most of those one to three), log-normal sizes (median 1 GB, σ 1),
+  each cartridge's files at random places over its length. Its many one-file mounts make the robot a
+  resource that binds as much as the drives do.
 
 `scale` shrinks a workload (requests and cartridges together) for tests; the full size is scale 1.
 """
@@ -127,6 +132,47 @@ def lto_modern(scale: float = 1.0) -> Trace:
     return make_trace(rows, f"workload lto_modern (scale {scale:g})")
 
 
+ZIPF_EXPONENT = 1.1
+
+
+def zipf_batch(scale: float = 1.0) -> Trace:
+    seed = 2018
+    cartridges = _scaled(3_000, scale, 2)
+    requests = _scaled(20_000, scale, 1)
+    capacity = load_profile("lto9").capacity_bytes
+    rng = np.random.default_rng(seed)
+    weights = np.arange(1, cartridges + 1, dtype=np.float64) ** -ZIPF_EXPONENT
+    per_tape = np.bincount(
+        rng.choice(cartridges, size=requests, p=weights / weights.sum()), minlength=cartridges
+    )
+    sizes = np.maximum(1, rng.lognormal(np.log(1e9), 1.0, size=requests)).astype(np.int64)
+    arrivals = rng.uniform(0.0, 600.0, size=requests)
+    rows: list[TraceRow] = []
+    first = 0
+    for tape, count in enumerate(per_tape.tolist()):
+        if not count:
+            continue
+        tape_sizes = sizes[first : first + count]
+        # the files at uniformly random, non-overlapping places: the free space split into count + 1 gaps
+        gaps = rng.exponential(size=count + 1)
+        gaps *= (capacity - int(tape_sizes.sum())) / gaps.sum()
+        positions = np.cumsum(np.floor(gaps[:count]).astype(np.int64)) + np.cumsum(tape_sizes) - tape_sizes
+        for index in range(count):
+            rows.append(
+                TraceRow(
+                    arrival_s=round(float(arrivals[first + index]), 3),
+                    request=f"r{first + index + 1:06d}",
+                    path=f"/zipf/Z{tape + 1:05d}/{index + 1}.root",
+                    size_bytes=int(tape_sizes[index]),
+                    tape=f"Z{tape + 1:05d}",
+                    position_bytes=int(positions[index]),
+                    group="zipf",
+                )
+            )
+        first += count
+    return make_trace(rows, f"workload zipf_batch (scale {scale:g})")
+
+
 WORKLOADS: dict[str, Workload] = {
     w.name: w
     for w in (
@@ -137,6 +183,13 @@ WORKLOADS: dict[str, Workload] = {
             "light_load", "t9940b", 9, "a trickle of single-file requests, far below capacity", light_load
         ),
         Workload("lto_modern", "lto9", 16, "WLCG-style bulk requests on LTO-9, three groups", lto_modern),
+        Workload(
+            "zipf_batch",
+            "lto9",
+            12,
+            "a bulk restore of Zipf-popular cartridges, log-normal sizes",
+            zipf_batch,
+        ),
     )
 }
 

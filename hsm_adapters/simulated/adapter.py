@@ -246,7 +246,7 @@ class SimulatedAdapter:
     def library_costs(self) -> LibraryCosts:
         """The library's cost figures for policies (the scheduler looks for this method), in seconds of the
         service's clock: with scale 100 a 60 s mount costs the clock 0.6 s."""
-        return library_costs(self.library.physics).per_clock(self._scale)
+        return library_costs(self.library.physics, self.library.robots).per_clock(self._scale)
 
     def close(self) -> None:
         with self._lock:

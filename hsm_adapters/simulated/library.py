@@ -299,6 +299,10 @@ class Library:
     def drive_count(self) -> int:
         return len(self._drives)
 
+    @property
+    def robots(self) -> int:
+        return len(self._robot_free)
+
     def submit(self, batch: Batch, at: float) -> None:
         """Accept a batch at library time `at` (later than now: it reaches the library then).
         Idempotent by batch key. Refused (Unavailable) while the library is offline."""

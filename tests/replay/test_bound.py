@@ -1,12 +1,22 @@
+import itertools
 import math
 
-from carousel.replay.bound import physical_bound
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from carousel.replay.bound import ARRIVALS, DRIVES, ROBOTS, physical_bound
+from carousel.replay.driver import ReplayConfig, replay
+from carousel.replay.library_setup import LibraryFile
+from carousel.replay.outputs import summarise
 from carousel.replay.trace import TraceRow, make_trace
-from hsm_adapters.simulated.physics import TapePhysics
+from hsm_adapters.simulated.physics import TapePhysics, shortest_locate_first
 from hsm_adapters.simulated.profiles import load_profile
 
 GB = 10**9
-PHYSICS = TapePhysics(load_profile("t9940b"))  # one wrap: shortest-locate order is position order
+PHYSICS = TapePhysics(load_profile("t9940b"))  # one wrap: position order is the cheapest order
+LTO9 = TapePhysics(load_profile("lto9"))
+POLICIES = ("fifo", "star2006", "cta", "carousel")
 
 
 def row(path, tape, position, size, arrival=0.0):
@@ -31,10 +41,12 @@ def test_work_spreads_over_the_drives_and_a_late_arrival_can_decide():
     four = physical_bound(make_trace(rows), PHYSICS, drives=2)
     unmount = PHYSICS.unmount_s(2 * GB, GB)
     assert math.isclose(four.bound_s, (4 * one_tape.work_s - 2 * unmount) / 2)
+    assert four.binding == DRIVES
     late = physical_bound(make_trace([*rows, row("/late", "E", 0, GB, arrival=10_000.0)]), PHYSICS, drives=2)
     assert math.isclose(
         late.bound_s, 10_000.0 + PHYSICS.mount_s() + PHYSICS.profile.per_file_overhead_s + PHYSICS.read_s(GB)
     )
+    assert late.binding == ARRIVALS
     assert late.locate_free_s <= late.bound_s
 
 
@@ -42,3 +54,97 @@ def test_a_path_asked_twice_is_read_once():
     once = physical_bound(make_trace([row("/a", "A", 0, GB)]), PHYSICS, drives=1)
     twice = physical_bound(make_trace([row("/a", "A", 0, GB), row("/a", "A", 0, GB, arrival=5)]), PHYSICS, 1)
     assert twice.work_s == once.work_s
+
+
+def test_many_one_file_cartridges_on_many_drives_wait_for_the_robot():
+    # 200 one-file cartridges, 40 drives: the drives could share the work, one robot cannot move that fast
+    trace = make_trace([row(f"/{n}", f"T{n:03d}", 0, GB) for n in range(200)])
+    p = LTO9.profile
+    one = physical_bound(trace, LTO9, drives=40)
+    first_read = p.load_s + p.per_file_overhead_s + LTO9.read_s(GB)
+    assert one.binding == ROBOTS
+    assert one.robot_moves == 200 + 160  # every mount, and the dismount of each but a drive's last
+    assert math.isclose(one.bound_s, 360 * p.robot_exchange_s + first_read)
+    two = physical_bound(trace, LTO9, drives=40, robots=2)
+    assert math.isclose(two.robots_s, 180 * p.robot_exchange_s + first_read)
+    assert two.bound_s < one.bound_s
+
+
+slots = st.lists(st.integers(0, 399), min_size=1, max_size=7, unique=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(slots, st.integers(1, 1000), st.sampled_from(["t9940b", "lto3", "lto9"]))
+def test_no_read_order_locates_and_rewinds_for_less_than_the_bound(starts, size_permille, profile):
+    # every order of a few files (up to 7! of them) on one cartridge, from the load point, costs at least
+    # the bound's one-tape figure, and so does the shortest-locate order the library uses
+    physics = TapePhysics(load_profile(profile))
+    slot = physics.profile.capacity_bytes // 400
+    size = max(1, size_permille * slot // 1000)
+    places = sorted(s * slot for s in starts)
+    rows = [row(f"/{n}", "A", place, size) for n, place in enumerate(places)]
+    bound = physical_bound(make_trace(rows), physics, drives=1)
+    rewind_part = bound.work_s - bound.locate_s - _fixed(physics, len(places), size)
+
+    def cost(order):
+        head, total = 0, 0.0
+        for index in order:
+            total += physics.locate_s(head, places[index])
+            head = places[index] + size
+        return total + physics.rewind_s(head, size * len(places))
+
+    least = min(cost(order) for order in itertools.permutations(range(len(places))))
+    greedy = cost(shortest_locate_first(physics, 0, places, [size] * len(places)))
+    assert bound.locate_s + rewind_part <= min(least, greedy) + 1e-6
+
+
+def _fixed(physics, files, size):
+    p = physics.profile
+    return (
+        physics.mount_s()
+        + p.unload_s
+        + p.robot_exchange_s
+        + files * p.per_file_overhead_s
+        + physics.read_s(files * size)
+    )
+
+
+_FILES = st.tuples(
+    st.integers(0, 5),  # cartridge
+    st.integers(0, 199),  # place: a 1/200 slot of the cartridge
+    st.integers(1, 40),  # size, a thousandth of a slot
+    st.sampled_from([0.0, 0.0, 30.0, 400.0, 3_000.0]),  # arrival
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(_FILES, min_size=1, max_size=14, unique_by=lambda f: (f[0], f[1])),
+    st.sampled_from(["t9940b", "lto9"]),
+    st.integers(1, 3),
+    st.integers(1, 2),
+)
+def test_no_replay_under_any_policy_beats_the_bound(files, profile, drives, robots):
+    physics = TapePhysics(load_profile(profile))
+    slot = physics.profile.capacity_bytes // 200
+    trace = make_trace(
+        row(f"/{tape}/{place}", f"T{tape}", place * slot, size * slot // 1000, arrival)
+        for tape, place, size, arrival in files
+    )
+    bound = physical_bound(trace, physics, drives, robots)
+    for policy in POLICIES:
+        config = ReplayConfig(profile, drives, policy, library=LibraryFile(robots=robots))
+        summary = summarise(replay(trace, config), bound)
+        assert summary["makespan_s"] >= bound.bound_s - 1e-3, (policy, bound)
+        assert bound.locate_free_s <= bound.bound_s
+
+
+@pytest.mark.parametrize("name", ["star_batch", "zipf_batch"])
+def test_small_workloads_replay_above_their_bound(name):
+    from carousel.replay.workloads import workload  # noqa: PLC0415
+
+    chosen = workload(name)
+    trace = chosen.generate(0.01)
+    for policy in POLICIES:
+        summary = summarise(replay(trace, ReplayConfig(chosen.profile, chosen.drives, policy)))
+        assert summary["makespan_s"] >= summary["physical_bound_s"], policy

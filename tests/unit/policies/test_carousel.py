@@ -1,8 +1,9 @@
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
-from policies.carousel import CarouselOptions, CarouselPolicy
+from policies.carousel import JOIN_WAIT, CarouselOptions, CarouselPolicy
 from policies.common import CostOptions
 from tests.unit.policies.snapshots import COSTS, GB, MB, T0, busy, snapshot, tape
 
@@ -46,10 +47,38 @@ def test_priority_comes_before_the_score():
     assert chosen(plan) == ["high"]
 
 
-def test_files_for_a_tape_in_flight_join_it_whatever_the_drives():
-    plan = carousel().plan(snapshot(tape("A", 3), tape("B", 9), drives=1, in_flight=(busy("A", 2),)))
+def test_files_for_a_tape_in_flight_join_it_once_the_drive_has_read_what_it_holds():
+    reading = carousel().plan(snapshot(tape("A", 3), tape("B", 9), drives=1, in_flight=(busy("A", 2),)))
+    assert chosen(reading) == []  # one batch later, not a batch each cycle as files arrive
+    assert reading.waiting["A"] == JOIN_WAIT
+    assert "no free drive" in reading.waiting["B"]
+    read = carousel().plan(snapshot(tape("A", 3), tape("B", 9), drives=1, mounted=("A",)))
+    assert chosen(read) == ["A"]  # the drive holds A idle: A's files go to it, whatever B's
+    at_once = carousel(join_when_read=False)
+    plan = at_once.plan(snapshot(tape("A", 3), tape("B", 9), drives=1, in_flight=(busy("A", 2),)))
     assert chosen(plan) == ["A"]
-    assert "no free drive" in plan.waiting["B"]
+
+
+ROBOT_COSTS = replace(COSTS, robot_s=60.0)
+
+
+def test_while_the_robot_has_more_work_left_than_the_drives_short_mounts_go_first():
+    # 30 one-file tapes (60 s of robot each: 1,800 s) against 2 drives' 2 x ~9,500 s: the drives bind,
+    # the tapes streaming most go first; with 400 one-file tapes the robot binds, the shortest go first
+    long = [tape(f"L{n}", 200, size=GB) for n in range(2)]
+    few = carousel().plan(
+        snapshot(*long, *(tape(f"s{n:03d}", 1) for n in range(30)), drives=2, costs=ROBOT_COSTS)
+    )
+    assert chosen(few) == ["L0", "L1"]
+    many = [tape(f"s{n:03d}", 1) for n in range(400)]
+    plan = carousel().plan(snapshot(tape("mid", 20, size=GB), *many, drives=2, costs=ROBOT_COSTS))
+    assert chosen(plan) == ["s000", "s001"]
+    # a tape long enough to decide the end goes first whatever the robot
+    plan = carousel().plan(snapshot(tape("huge", 5000, size=GB), *many, drives=2, costs=ROBOT_COSTS))
+    assert chosen(plan)[0] == "huge"
+    # a library that publishes no robot figures keeps the plain ranking
+    plain = carousel().plan(snapshot(tape("mid", 20, size=GB), *many, drives=2, costs=COSTS))
+    assert chosen(plain)[0] == "mid"
 
 
 def test_an_idle_mounted_tape_competes_without_a_mount_to_pay():
@@ -112,8 +141,12 @@ def test_options_are_checked():
 
 def test_files_whose_read_failed_never_join_a_mount_of_their_tape():
     policy = carousel()
-    busy_with_retries = policy.plan(snapshot(tape("A", 5, retries=2), in_flight=(busy("A"),)))
+    at_once = carousel(join_when_read=False)
+    busy_with_retries = at_once.plan(snapshot(tape("A", 5, retries=2), in_flight=(busy("A"),)))
     (join,) = busy_with_retries.selections
+    assert (join.tape, join.max_files, join.first_attempts_only) == ("A", 3, True)
+    read_with_retries = policy.plan(snapshot(tape("A", 5, retries=2), mounted=("A",)))
+    (join,) = read_with_retries.selections
     assert (join.tape, join.max_files, join.first_attempts_only) == ("A", 3, True)
     only_retries = policy.plan(snapshot(tape("A", 2, retries=2), in_flight=(busy("A"),)))
     assert only_retries.selections == ()
