@@ -166,6 +166,7 @@ def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
         out.print(f"carousel {what} listening on {base} (Tape REST: {base}/api/v1, docs: {base}/docs)")
         out.print(f"library: {_describe_library(parts)}", soft_wrap=True)
         out.print(f"database: {printable_url(settings.database_url)}")
+        out.print(_describe_buffer(settings), soft_wrap=True)
         if settings.anonymous:
             out.print("anonymous access is on: anyone who can reach this address can stage files")
         server = uvicorn.Server(server_config(api, settings, parts.metrics))
@@ -177,6 +178,17 @@ def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
             if scheduling is not None:
                 scheduling[1].stop()
                 scheduling[0].close()  # gives up the leader lock: a standby takes over at once
+
+
+def _describe_buffer(settings: Settings) -> str:
+    """One line: where staged files land and how much they may take, or that no bytes are kept."""
+    buffer = settings.buffer
+    if not buffer.enabled:
+        return "disk buffer: off (files are staged without bytes)"
+    return (
+        f"disk buffer: {buffer_directory(settings)}, {buffer.capacity_bytes / 2**30:g} GiB, files held"
+        f" {buffer.default_lifetime_s / 3600:g} h unless released (GET a staged file's URL to read it)"
+    )
 
 
 def run_scheduler(settings: Settings, *, once: bool) -> None:

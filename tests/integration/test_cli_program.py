@@ -146,7 +146,8 @@ def test_status_of_a_request_cancelled_whole_says_cancelled(live: Live) -> None:
 
 def test_the_start_up_banner_into_a_file_keeps_each_url_whole(tmp_path: Path) -> None:
     port = free_port()
-    config = write_carousel_config(tmp_path, port=port, library=SMALL_LIBRARY)
+    buffer = {"enabled": True, "directory": str(tmp_path / "buffer"), "capacity_bytes": 2**30}
+    config = write_carousel_config(tmp_path, port=port, library=SMALL_LIBRARY, buffer=buffer)
     env = {k: v for k, v in service_environment(config).items() if k != "COLUMNS"}
     process, log = start_carousel(tmp_path, env, port)
     url = f"http://127.0.0.1:{port}"
@@ -163,3 +164,5 @@ def test_the_start_up_banner_into_a_file_keeps_each_url_whole(tmp_path: Path) ->
     assert expected in banner.splitlines(), banner
     database = next(line for line in banner.splitlines() if line.startswith("database: "))
     assert re.search(r"database: sqlite:///\S+carousel\.sqlite3$", database), banner
+    held = "files held 24 h unless released (GET a staged file's URL to read it)"
+    assert f"disk buffer: {tmp_path / 'buffer'}, 1 GiB, {held}" in banner.splitlines(), banner
