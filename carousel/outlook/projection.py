@@ -93,6 +93,7 @@ class Projection:
 @dataclass(slots=True)
 class _Drive:
     free_at: datetime  # after the unmount of the last tape given to it
+    tape: str | None = None  # the last tape given to it
 
 
 @dataclass(slots=True)
@@ -121,6 +122,9 @@ class _Run:
     drives: list[_Drive]
     queued: dict[str, TapeDemand]
     flying: dict[str, _Flying] = field(default_factory=dict)
+    # tapes whose pass has ended, still on their drive until it unmounts them: files handed over for one
+    # meanwhile join its mount (a policy may wait for a pass to end before it hands more over)
+    resting: dict[str, _Flying] = field(default_factory=dict)
     passes: list[ProjectedPass] = field(default_factory=list)
     slots: dict[str, int] = field(default_factory=dict)
     slots_used: int = 0  # files handed over since the snapshot, against the library's queue slots
@@ -140,7 +144,7 @@ class _Run:
         """A new pass of the tape on the drive that frees first, or the files join its pass if it has one.
         `mounted`: the tape is on a drive now, its reads start without a mount. `not_before`: the tape is
         out of its slot until then (a cartridge is in one drive at a time)."""
-        flying = self.flying.get(work.tape)
+        flying = self.flying.get(work.tape) or self._revived(work.tape, at)
         if flying is not None:
             self._join(flying, work, at, plan)
             return
@@ -153,6 +157,7 @@ class _Run:
         reads_from = start if mounted else start + timedelta(seconds=self.costs.mount_s)
         done = reads_from + timedelta(seconds=self.costs.pass_s(work.files, work.bytes))
         drive.free_at = done + timedelta(seconds=self.costs.unmount_s)
+        drive.tape = work.tape
         self.flying[work.tape] = _Flying(d, work, reads_from, done)
         self.passes.append(ProjectedPass(work.tape, d, work.files, work.bytes, at, plan, reads_from, done))
 
@@ -175,12 +180,33 @@ class _Run:
             )
         )
 
+    def _still_mounted(self, tape: str, t: datetime) -> _Flying | None:
+        """A tape whose pass ended and whose drive has neither unmounted it by `t` nor taken another."""
+        rested = self.resting.get(tape)
+        if rested is None:
+            return None
+        drive = self.drives[rested.drive]
+        return rested if drive.tape == tape and drive.free_at > t else None
+
+    def _revived(self, tape: str, at: datetime) -> _Flying | None:
+        """Files for a tape still on its drive after its pass: they join that mount, as in the library."""
+        rested = self._still_mounted(tape, at)
+        if rested is None:
+            return None
+        del self.resting[tape]
+        self.slots_freed -= rested.work.files  # counted when it landed; counted again when it lands anew
+        self.flying[tape] = rested
+        return rested
+
     # --- time ---------------------------------------------------------------------------------------------
 
     def land(self, t: datetime) -> None:
-        """Tapes whose last read has ended by `t` leave the library's work."""
+        """Tapes whose last read has ended by `t` leave the library's work (they stay on their drive until
+        it unmounts them)."""
         for tape in [tape for tape, f in self.flying.items() if f.done_at <= t]:
-            self.slots_freed += self.flying.pop(tape).work.files
+            landed = self.flying.pop(tape)
+            self.slots_freed += landed.work.files
+            self.resting[tape] = landed
 
     def next_event(self, t: datetime, wake_at: datetime | None) -> datetime | None:
         moments = [f.done_at for f in self.flying.values() if f.done_at > t]
@@ -199,7 +225,12 @@ class _Run:
             for tape, f in sorted(self.flying.items())
         )
         free = sum(1 for d in self.drives if d.free_at <= t)
-        mounted = tuple(tape for tape, f in sorted(self.flying.items()) if f.reads_from <= t)
+        mounted = tuple(
+            sorted(
+                [tape for tape, f in self.flying.items() if f.reads_from <= t]
+                + [tape for tape in self.resting if self._still_mounted(tape, t) is not None]
+            )
+        )
         room = self.slots_freed - self.slots_used
         slots = {name: max(0, left + room) for name, left in self.slots.items()}
         library = replace(base.library, drives_free=free, mounted_tapes=mounted, queue_slots=slots)
