@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -219,14 +220,10 @@ def hung(hung_paths: list[str]) -> Iterator[Callable[[int], list[str]]]:
     yield take
 
 
-@pytest.fixture(scope="module")
-def namespace(hung_paths: list[str]) -> Iterator[Namespace]:
-    if shutil.which("xrootd") is None or shutil.which("xrdfs") is None:
-        pytest.fail("xrootd and xrdfs are missing: run scripts/system-deps.sh (xrootd-server, xrootd-client)")
-    # Not under pytest's own temporary directory: that is private to root, and xrootd runs as nobody.
-    work = Path(tempfile.mkdtemp(prefix="carousel-xrootd-"))
-    work.chmod(0o755)
-    spec = _spec(work, hung_paths)
+@contextmanager
+def running_namespace(spec: Path, work: Path) -> Iterator[Namespace]:
+    """The namespace driver started on `spec`, ready; on exit it stops what it started (its input ends) and
+    `work` is removed."""
     with (work / "driver.err").open("wb") as errors:
         process = subprocess.Popen(
             [
@@ -249,10 +246,8 @@ def namespace(hung_paths: list[str]) -> Iterator[Namespace]:
         started = driver._read_line(START_TIMEOUT_S)
         if not started.get("ready"):
             pytest.fail(f"the namespace did not start: {started.get('error')}{driver.logs()}")
-        _RUNNING.append(driver)
         yield driver
     finally:
-        _RUNNING.clear()
         assert process.stdin is not None and process.stdout is not None
         process.stdin.close()  # the driver stops what it started when its input ends
         try:
@@ -262,6 +257,21 @@ def namespace(hung_paths: list[str]) -> Iterator[Namespace]:
             process.wait()
         process.stdout.close()
         shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def namespace(hung_paths: list[str]) -> Iterator[Namespace]:
+    if shutil.which("xrootd") is None or shutil.which("xrdfs") is None:
+        pytest.fail("xrootd and xrdfs are missing: run scripts/system-deps.sh (xrootd-server, xrootd-client)")
+    # Not under pytest's own temporary directory: that is private to root, and xrootd runs as nobody.
+    work = Path(tempfile.mkdtemp(prefix="carousel-xrootd-"))
+    work.chmod(0o755)
+    with running_namespace(_spec(work, hung_paths), work) as driver:
+        _RUNNING.append(driver)
+        try:
+            yield driver
+        finally:
+            _RUNNING.clear()
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,8 @@ library is built from a directory of real files, so the bytes read are compared 
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import zlib
 from collections.abc import Iterator
@@ -22,13 +18,12 @@ import pytest
 from tests.clients.support import carousel_program, service_environment, write_carousel_config
 from tests.clients.test_xrootd import (
     CAROUSEL_PORT,
-    REPO,
-    START_TIMEOUT_S,
     XROOTD_PORT,
     Namespace,
     _program_config,
     _xrootd_instance,
     query,
+    running_namespace,
     stage,
     wait_for,
 )
@@ -81,40 +76,8 @@ def namespace() -> Iterator[Namespace]:
     work = Path(tempfile.mkdtemp(prefix="carousel-xrootd-data-"))  # not pytest's: xrootd runs as nobody
     work.chmod(0o755)
     (work / "data").mkdir(mode=0o755)
-    spec = _spec(work)
-    with (work / "driver.err").open("wb") as errors:
-        process = subprocess.Popen(
-            [
-                "unshare",
-                "-n",
-                "bash",
-                "-c",
-                'ip link set lo up && exec "$0" -m tests.clients.xrootd_namespace "$1"',
-                sys.executable,
-                str(spec),
-            ],
-            cwd=REPO,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=errors,
-            start_new_session=True,
-        )
-    driver = Namespace(process, work)
-    try:
-        started = driver._read_line(START_TIMEOUT_S)
-        if not started.get("ready"):
-            pytest.fail(f"the namespace did not start: {started.get('error')}{driver.logs()}")
+    with running_namespace(_spec(work), work) as driver:
         yield driver
-    finally:
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.close()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        process.stdout.close()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def test_prepare_then_xrdcp_reads_the_staged_bytes_from_the_buffer(namespace: Namespace) -> None:
