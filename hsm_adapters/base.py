@@ -10,6 +10,9 @@ Bytes: carousel owns the disk buffer. Each file of a batch may carry a `destinat
 FILE_STAGED, with the checksum it knows for the file. carousel verifies the bytes against that checksum and
 moves them into the buffer atomically. A file without a destination is recalled without bytes (the replay's
 accounting, or a back-end that keeps its own disk copy). `evict` tells the back-end a disk copy is gone.
+
+Operators' hands (optional, each a protocol of its own that an adapter may speak): `ControlsDrives` takes a
+drive down (after its current mount, or at once) and up again; `KnowsTapes` says whether a cartridge exists.
 """
 
 from __future__ import annotations
@@ -91,6 +94,9 @@ class EventKind(StrEnum):
     FILE_FAILED = "FILE_FAILED"
     FILE_CANCELLED = "FILE_CANCELLED"
     UNMOUNTED = "UNMOUNTED"
+    # the library could not mount `tape` (`reason`): a bad cartridge. carousel counts them in a row per tape
+    # and can set the tape broken (docs/admin.md); the files it held for the tape get their own events
+    MOUNT_FAILED = "MOUNT_FAILED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,3 +174,35 @@ class HsmAdapter(Protocol):
     def health(self) -> Health: ...
 
     def close(self) -> None: ...
+
+
+# --- operators' hands (optional) ------------------------------------------------------------------------
+
+
+class DriveCommand(StrEnum):
+    UP = "up"
+    # finish the current mount (what the library holds for its cartridge), unmount, take no new mount
+    DOWN_AFTER_MOUNT = "down_after_mount"
+    # stop at once: the read in progress goes back to the library's queue (read again on another drive)
+    DOWN_NOW = "down_now"
+
+
+@runtime_checkable
+class ControlsDrives(Protocol):
+    """An adapter whose library lets carousel take drives down and up (the leader hands admins' changes
+    over: docs/admin.md). A down drive counts in no capacity."""
+
+    def drive_names(self) -> tuple[str, ...]:
+        """The library's drives, by the names its events use."""
+        ...
+
+    def set_drive(self, drive: str, command: DriveCommand) -> None:
+        """Apply the command; idempotent (a drive down stays down). Raises KeyError for an unknown drive."""
+        ...
+
+
+@runtime_checkable
+class KnowsTapes(Protocol):
+    """An adapter that can say whether a cartridge exists (carousel asks before it records a tape's state)."""
+
+    def knows_tape(self, tape: str) -> bool: ...

@@ -128,6 +128,8 @@ def _apply_one(
         if event.tape is not None:
             q.mount_closed(session, event.tape, event.drive, event.at)
         return
+    if event.kind is EventKind.MOUNT_FAILED:
+        return  # no mount to record; the scheduler counts them per tape (carousel.scheduler.media_states)
 
     file = _file_of(event, files)
     if file is None:

@@ -33,6 +33,7 @@ from hsm_adapters.base import (
     BatchFile,
     CancelResult,
     Capacity,
+    DriveCommand,
     Event,
     EventKind,
     EventSink,
@@ -167,6 +168,7 @@ class CommandAdapter:
         self._sink: EventSink | None = None
         self._seq = 0
         self._closed = False
+        self._down_drives: set[str] = set()  # drives the drive program took down (capacity counts them out)
         self._failures = 0  # consecutive calls whose program did not run at all
         self._last_failure_at: datetime | None = None
         self._health_probe: tuple[datetime, Health] | None = None
@@ -321,6 +323,7 @@ class CommandAdapter:
                     run=run,
                     tape=parsed.tape or run.batch.tape,
                     drive=parsed.drive or run.drive,
+                    reason=parsed.reason,
                 )
                 return
             self._apply_file_line(run, parsed)
@@ -390,6 +393,27 @@ class CommandAdapter:
         outcome = self._call(spec, {}, [{"path": path} for path in chunk], lambda line: None)
         if not (outcome.ran_to_an_end and outcome.returncode == EXIT_OK):
             log.warning("command adapter: evict program of %d paths: %s", len(chunk), outcome.describe())
+
+    # --- drives (ControlsDrives) -----------------------------------------------------------------------
+
+    def drive_names(self) -> tuple[str, ...]:
+        """The configured drives, when a drive program can act on them; none otherwise."""
+        return self._options.drives if self._options.drive is not None else ()
+
+    def set_drive(self, drive: str, command: DriveCommand) -> None:
+        """Run the drive program with `{drive}` and `{command}` (up, down_after_mount, down_now). Exit 0:
+        done. Anything else raises, and the scheduler hands the change over again at its next cycle."""
+        spec = self._options.drive
+        if spec is None or drive not in self._options.drives:
+            raise KeyError(drive)
+        outcome = self._call(spec, {"drive": drive, "command": command.value}, [], lambda line: None)
+        if not (outcome.ran_to_an_end and outcome.returncode == EXIT_OK):
+            raise Unavailable(f"drive program for {drive} ({command.value}): {outcome.describe()}")
+        with self._lock:
+            if command is DriveCommand.UP:
+                self._down_drives.discard(drive)
+            else:
+                self._down_drives.add(drive)
 
     # --- cancel ---------------------------------------------------------------------------------------
 
@@ -562,9 +586,11 @@ class CommandAdapter:
                 return Capacity(0, 0, {service_class: 0 for service_class in options.service_classes})
             running = [run for run in self._batches.values() if run.phase == "running"]
             slots = max(0, options.queue_files - len(self._pending))
+            # each drive carousel took down leaves one stage program fewer (a worker stands for a drive)
+            total = max(0, options.max_workers - len(self._down_drives))
             return Capacity(
-                drives_total=options.max_workers,
-                drives_free=max(0, options.max_workers - len(running)),
+                drives_total=total,
+                drives_free=max(0, total - len(running)),
                 queue_slots={service_class: slots for service_class in options.service_classes},
                 mounted_tapes=tuple(sorted({run.batch.tape for run in running})),
             )

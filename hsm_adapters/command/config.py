@@ -105,12 +105,23 @@ class HealthSpec(ProgramSpec):
     cache_s: float = Field(default=30.0, ge=0)  # answer health() from the last run for this long
 
 
+# What the drive program is told: which drive, and what to do with it (hsm_adapters.base.DriveCommand).
+DRIVE_PLACEHOLDERS = frozenset({"drive", "command"})
+
+
+class DriveSpec(ProgramSpec):
+    allowed_placeholders: ClassVar[frozenset[str]] = DRIVE_PLACEHOLDERS
+    timeout_s: Seconds = 60.0
+
+
 class CommandOptions(_Options):
     lookup: LookupSpec
     stage: StageSpec
     cancel: CancelSpec | None = None
     health: HealthSpec | None = None
     evict: EvictSpec | None = None  # absent: the HSM keeps no disk copy carousel must tell it about
+    drive: DriveSpec | None = None  # absent: carousel takes no drive down or up
+    drives: tuple[StrictStr, ...] = ()  # the HSM's drive names, as the drive program and MOUNTED lines say
     max_workers: int = Field(default=2, ge=1, le=256)  # stage programs running at once
     queue_files: int = Field(default=10_000, ge=1)  # files accepted and not finished, before capacity says 0
     service_classes: tuple[StrictStr, ...] = (DEFAULT_SERVICE_CLASS,)
@@ -120,7 +131,7 @@ class CommandOptions(_Options):
     offline_hold_s: float = Field(default=60.0, ge=0)  # then DEGRADED, so the scheduler may try again
     remember_keys: int = Field(default=100_000, ge=1)  # finished batch and file keys kept for idempotency
 
-    @field_validator("service_classes", mode="before")
+    @field_validator("service_classes", "drives", mode="before")
     @classmethod
     def _classes_from_list(cls, value: Any) -> Any:
         return tuple(value) if isinstance(value, list) else value
@@ -134,6 +145,8 @@ class CommandOptions(_Options):
             )
         if not self.service_classes:
             raise ValueError("service_classes must name at least one class")
+        if self.drive is not None and not self.drives:
+            raise ValueError("drive needs drives: the names of the drives the program can take down and up")
         return self
 
 
@@ -161,7 +174,7 @@ def parse_options(options: Mapping[str, object]) -> CommandOptions:
         parsed = CommandOptions.model_validate(dict(options))
     except ValidationError as exc:
         raise ConfigError(f"command adapter: {_describe(exc)}") from None
-    for name in ("lookup", "stage", "cancel", "health", "evict"):
+    for name in ("lookup", "stage", "cancel", "health", "evict", "drive"):
         spec: ProgramSpec | None = getattr(parsed, name)
         if spec is not None and shutil.which(spec.argv[0]) is None:
             problem = f"program {spec.argv[0]!r} is not found or not executable"

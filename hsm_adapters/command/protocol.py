@@ -70,9 +70,10 @@ class StageFileLine(_Line):
 
 
 class StageTapeLine(_Line):
-    event: Literal["MOUNTED", "UNMOUNTED"]
+    event: Literal["MOUNTED", "UNMOUNTED", "MOUNT_FAILED"]
     tape: StrictStr | None = None
     drive: StrictStr | None = None
+    reason: StrictStr | None = None  # MOUNT_FAILED: why the cartridge could not be mounted
 
 
 class CancelLine(_Line):

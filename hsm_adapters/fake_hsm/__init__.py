@@ -73,4 +73,8 @@ def command_options(tape_root: Path, disk_root: Path, extra: Sequence[str] = ())
         },
         "cancel": {"argv": command("cancel", tape_root, disk_root, "--batch", "{batch}", *extra)},
         "evict": {"argv": command("evict", tape_root, disk_root, *extra)},
+        "drive": {
+            "argv": command("drive", tape_root, disk_root, "--drive", "{drive}", "--command", "{command}")
+        },
+        "drives": ["fake-drive-0", "fake-drive-1"],
     }

@@ -10,7 +10,7 @@ protocol (docs/command-adapter.md) and misbehaves on demand, so tests drive the 
 through real subprocesses. Tests follow it by events, not by time: --gate holds each copy until a file exists,
 and --marker records how far the program got (started, hanging, finished).
 
-    python fake_hsm.py --tape-root T --disk-root D [options] {lookup,stage,cancel,health}
+    python fake_hsm.py --tape-root T --disk-root D [options] {lookup,stage,cancel,health,evict,drive}
 
 It uses only the standard library, so any Python runs it.
 """
@@ -34,7 +34,8 @@ from pathlib import Path, PurePosixPath
 
 INDEX_NAME = ".index.json"
 STATE_DIR_NAME = ".state"  # cancel and stage agree here on who got a file first
-OPERATIONS = ("lookup", "stage", "cancel", "health", "evict")
+OPERATIONS = ("lookup", "stage", "cancel", "health", "evict", "drive")
+DRIVES_DIR_NAME = ".drives"  # drive: one file per drive, holding the last command it was given
 CHUNK_BYTES = 1 << 20
 MISBEHAVIOURS = (
     "hang",  # print nothing, never end
@@ -294,6 +295,17 @@ def evict(args: argparse.Namespace) -> None:
         say({"path": path, "status": "EVICTED"})
 
 
+def drive(args: argparse.Namespace) -> None:
+    """Take a drive down or up: record the command in <tape_root>/.drives/<drive> (a drive the fake library
+    does not have, one not named fake-drive-<n>, is refused with exit status 2)."""
+    name, command = args.drive, args.command
+    if not name.startswith("fake-drive-") or command not in ("up", "down_after_mount", "down_now"):
+        raise SystemExit(f"fake_hsm: no drive {name!r} or no command {command!r}")
+    drives = Path(args.tape_root) / DRIVES_DIR_NAME
+    drives.mkdir(exist_ok=True)
+    (drives / name).write_text(command)
+
+
 def health(args: argparse.Namespace) -> None:
     say({"health": args.health, "reason": "fake library"})
 
@@ -307,6 +319,7 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument("--tape", help="stage: the tape to read")
     parse.add_argument("--batch", help="stage, cancel: the batch key")
     parse.add_argument("--drive", default="fake-drive-0")
+    parse.add_argument("--command", help="drive: up, down_after_mount or down_now")
     parse.add_argument("--file-delay-s", type=float, default=0.0, help="stage: pause before each copy")
     parse.add_argument("--misbehave", choices=MISBEHAVIOURS)
     parse.add_argument("--pid-file", help="hang-with-child: where to write the child's pid")
@@ -328,7 +341,14 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit("fake_hsm: stage needs --tape")
         if args.misbehave not in ("hang-after-first", "crash-after-first"):
             misbehave_at_start(args)
-        operations = {"lookup": lookup, "stage": stage, "cancel": cancel, "health": health, "evict": evict}
+        operations = {
+            "lookup": lookup,
+            "stage": stage,
+            "cancel": cancel,
+            "health": health,
+            "evict": evict,
+            "drive": drive,
+        }
         operations[args.operation](args)
     finally:
         # Also on a crash or exit status of its own; a signal that kills it skips this.

@@ -22,6 +22,7 @@ carousel evicts them.
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
@@ -38,6 +39,7 @@ from hsm_adapters.base import (
     BatchFile,
     CancelResult,
     Capacity,
+    DriveCommand,
     Event,
     EventKind,
     EventSink,
@@ -230,6 +232,22 @@ class SimulatedAdapter:
     def health(self) -> Health:
         with self._lock:
             return self.library.health(self.advance())
+
+    # --- operators' hands (ControlsDrives, KnowsTapes) -----------------------------------------------------
+
+    def drive_names(self) -> tuple[str, ...]:
+        return self.library.drive_names
+
+    def set_drive(self, drive: str, command: DriveCommand) -> None:
+        with self._lock:
+            t = self.advance()
+            self.library.set_drive(drive, command, t)
+            self._deliver(self.library.take_events())
+
+    def knows_tape(self, tape: str) -> bool:
+        tapes = self.library.catalogue.tapes  # sorted
+        index = bisect_left(tapes, tape)
+        return index < len(tapes) and tapes[index] == tape
 
     def describe(self) -> str:
         """One line for people: what this library is (the service's start-up banner prints it)."""

@@ -36,7 +36,7 @@ from operator import itemgetter
 from typing import NamedTuple
 
 from carousel.domain.errors import ConfigError, Unavailable
-from hsm_adapters.base import Batch, CancelResult, Capacity, EventKind, Health
+from hsm_adapters.base import Batch, CancelResult, Capacity, DriveCommand, EventKind, Health
 from hsm_adapters.simulated.catalogue import Catalogue
 from hsm_adapters.simulated.faults import NO_FAULTS, FaultPlan
 from hsm_adapters.simulated.physics import TapePhysics
@@ -169,10 +169,12 @@ class _Recall:
 
 class _Drive:
     __slots__ = (
+        "admin_down",
         "assigned",
         "busy_s",
         "busy_since",
         "current",
+        "fault_down",
         "gen",
         "head",
         "index",
@@ -200,6 +202,8 @@ class _Drive:
         self.busy_since = -1.0
         self.busy_s = 0.0
         self.read_s = 0.0
+        self.admin_down = False  # an operator took it down (or is taking it down after its mount)
+        self.fault_down = False  # a drive outage of the fault plan holds it down
 
 
 class Library:
@@ -303,6 +307,35 @@ class Library:
     def robots(self) -> int:
         return len(self._robot_free)
 
+    @property
+    def drive_names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self._drives)
+
+    def set_drive(self, name: str, command: DriveCommand, at: float) -> None:
+        """An operator's command at library time `at`. Down after its mount: the drive reads what its
+        cartridge holds for it (files that join meanwhile included), unmounts and stays down. Down now: as a
+        drive failure, its read goes back to the queue. Up: back in service (unless a fault holds it down).
+        KeyError for a drive the library does not have."""
+        self._check_time(at)
+        self._run(at)
+        drive = next((d for d in self._drives if d.name == name), None)
+        if drive is None:
+            raise KeyError(name)
+        if command is DriveCommand.UP:
+            drive.admin_down = False
+            if drive.state == _DOWN and not drive.fault_down:
+                self._drive_up(drive)
+        else:
+            drive.admin_down = True
+            if command is DriveCommand.DOWN_NOW or drive.state == _EMPTY:
+                if drive.state != _DOWN:
+                    self._drive_down(drive, at)
+            elif drive.state == _IDLE:
+                self._start_unmount(drive, at)
+            # mounting, reading or unmounting: it goes down when its cartridge is back in its slot
+        if self._want_dispatch:
+            self._dispatch(at)
+
     def submit(self, batch: Batch, at: float) -> None:
         """Accept a batch at library time `at` (later than now: it reaches the library then).
         Idempotent by batch key. Refused (Unavailable) while the library is offline."""
@@ -388,7 +421,8 @@ class Library:
         self._run(at)
         if self._offline:
             return Health.OFFLINE
-        if any(d.state == _DOWN for d in self._drives) or self.faults.latency_s(at) > 0:
+        # a drive an operator took down is maintenance, not a fault
+        if any(d.state == _DOWN and not d.admin_down for d in self._drives) or self.faults.latency_s(at) > 0:
             return Health.DEGRADED
         return Health.ONLINE
 
@@ -453,11 +487,13 @@ class Library:
             elif kind == _ADMIT:
                 self._accept(self._arriving.pop(seq), t)
             elif kind == _DRIVE_DOWN:
-                self._drive_down(drives[index], t)
+                drives[index].fault_down = True
+                if drives[index].state != _DOWN:
+                    self._drive_down(drives[index], t)
             elif kind == _DRIVE_UP:
-                drives[index].state = _EMPTY
-                heapq.heappush(self._empty, index)
-                self._want_dispatch = True
+                drives[index].fault_down = False
+                if not drives[index].admin_down:
+                    self._drive_up(drives[index])
             elif kind == _OFFLINE_START:
                 self._offline = True
             elif kind == _STALL_START:
@@ -510,6 +546,10 @@ class Library:
     def _accept(self, batch: Batch, t: float) -> None:
         service = self._service(batch.service_class)
         cartridge = self._cartridge(batch.tape)
+        if cartridge.disabled and batch.files:  # the library will not try the bad cartridge again
+            self._out.append(
+                SimEvent(EventKind.MOUNT_FAILED, t, cartridge.label, reason=self._bad_reason(cartridge))
+            )
         run = _Run()
         recalls = self._recalls
         for file in batch.files:
@@ -742,6 +782,11 @@ class Library:
         drive.moved = 0
         if cartridge.bad:
             cartridge.disabled = True
+            self._out.append(
+                SimEvent(
+                    EventKind.MOUNT_FAILED, t, cartridge.label, drive.name, reason=self._bad_reason(cartridge)
+                )
+            )
             self._fail_cartridge(drive, cartridge, t)
             self._start_unmount(drive, t)
             return
@@ -761,6 +806,10 @@ class Library:
                 else self._next_assigned(drive)
             )
         if recall is None:
+            if drive.admin_down:  # taken down after its mount: the mount is over
+                self._start_unmount(drive, t)
+                self._want_dispatch = True
+                return
             if drive.state != _IDLE:
                 drive.state = _IDLE
                 self._idle[drive.index] = None
@@ -925,9 +974,13 @@ class Library:
     def _disabled_reason(cartridge: _Cartridge) -> str:
         return f"cartridge {cartridge.label} is disabled: it could not be mounted (bad cartridge)"
 
+    @staticmethod
+    def _bad_reason(cartridge: _Cartridge) -> str:
+        return f"cartridge {cartridge.label} could not be mounted (bad cartridge)"
+
     def _fail_cartridge(self, drive: _Drive, cartridge: _Cartridge, t: float) -> None:
         """The cartridge cannot be mounted: every file queued for it fails for good."""
-        reason = f"cartridge {cartridge.label} could not be mounted (bad cartridge)"
+        reason = self._bad_reason(cartridge)
         if self._tape_ordered:
             runs = [run for _, _, run in cartridge.heads]
             cartridge.heads.clear()
@@ -971,7 +1024,18 @@ class Library:
         drive.tape = None
         self._back_in_slot(cartridge)
         following = drive.next_tape
-        if following is not None:
+        if drive.admin_down:  # taken down after its mount: the cartridge reserved for it waits for another
+            drive.next_tape = None
+            if following is not None:
+                following.drive = None
+                self._back_in_slot(following)
+            # fifo: files handed to it for the reserved cartridge go back to the front of the queue
+            self._fifo.extendleft(reversed([r for r in drive.assigned if r.state == _QUEUED]))
+            drive.assigned.clear()
+            drive.state = _DOWN
+            drive.busy_s += t - drive.busy_since
+            drive.busy_since = -1.0
+        elif following is not None:
             self._start_mount(drive, following, t)
         else:
             drive.state = _EMPTY
@@ -985,6 +1049,11 @@ class Library:
             self._seq += 1
             cartridge.candidate_seq = self._seq
             self._candidate_changed(cartridge)
+
+    def _drive_up(self, drive: _Drive) -> None:
+        drive.state = _EMPTY
+        heapq.heappush(self._empty, drive.index)
+        self._want_dispatch = True
 
     def _drive_down(self, drive: _Drive, t: float) -> None:
         """The drive fails: its cartridge is taken out, its unfinished work goes back to the queue."""

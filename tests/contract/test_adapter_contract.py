@@ -8,7 +8,20 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
-from hsm_adapters.base import Batch, CancelResult, EventKind, Health, HsmAdapter, NotOnTape, OnTape, Unknown
+import pytest
+
+from hsm_adapters.base import (
+    Batch,
+    CancelResult,
+    ControlsDrives,
+    DriveCommand,
+    EventKind,
+    Health,
+    HsmAdapter,
+    NotOnTape,
+    OnTape,
+    Unknown,
+)
 
 from .conftest import REAL_TIME_BOUND_S, TERMINAL, Collector, Harness, let_time_pass, settle
 
@@ -270,3 +283,28 @@ def test_a_failing_write_is_a_retryable_failure(harness: Harness, collector: Col
         assert end.retryable
         assert end.reason is not None and str(file.destination) in end.reason
     assert not gone.exists(), "the adapter does not make carousel's directories"
+
+
+# --- drives taken down and up (ControlsDrives) --------------------------------------------------------------
+
+
+def test_a_drive_goes_down_and_up_and_capacity_follows(harness: Harness, collector: Collector):
+    adapter = harness.adapter
+    assert isinstance(adapter, ControlsDrives)
+    names = adapter.drive_names()
+    assert len(names) >= 2 and len(set(names)) == len(names)
+    before = adapter.capacity().drives_total
+    adapter.set_drive(names[0], DriveCommand.DOWN_NOW)
+    adapter.set_drive(names[0], DriveCommand.DOWN_NOW)  # idempotent: down stays down
+    assert adapter.capacity().drives_total == before - 1
+    # the other drives still read
+    tape = harness.tapes()[0]
+    batch = harness.batch("while-down", tape, harness.on_tape(tape)[:2])
+    adapter.submit(batch)
+    ends = settle(harness, collector, {file.key for file in batch.files})
+    assert all(e[0].kind is EventKind.FILE_STAGED for e in ends.values())
+    adapter.set_drive(names[0], DriveCommand.DOWN_AFTER_MOUNT)
+    adapter.set_drive(names[0], DriveCommand.UP)
+    assert adapter.capacity().drives_total == before
+    with pytest.raises(KeyError):
+        adapter.set_drive("no-such-drive", DriveCommand.UP)

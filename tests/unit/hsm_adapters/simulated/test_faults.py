@@ -78,7 +78,10 @@ def test_a_bad_cartridge_cannot_be_mounted_and_its_files_fail_for_good() -> None
     later = library.now + 10
     library.submit(batch_of("again", catalogue.on_tape(bad)[2:]), later)
     events = library.advance_to(later)
-    assert [(e.kind, e.t, e.retryable) for e in events] == [(EventKind.FILE_FAILED, later, False)] * 2
+    # the refusal is reported as a failed mount (carousel counts them), then each file fails
+    assert [(e.kind, e.t, e.retryable) for e in events] == [(EventKind.MOUNT_FAILED, later, True)] + [
+        (EventKind.FILE_FAILED, later, False)
+    ] * 2
     library.run_until_idle()
     assert library.mount_counts()[bad] == 1
 
