@@ -26,6 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from carousel.domain.media import DownMode, DriveState, MediaKind, TapeState
 from carousel.domain.states import DeliveryState, FileState, LinkState, RequestState
 
 NAMING = {
@@ -326,3 +327,60 @@ class WebhookDelivery(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     last_status: Mapped[int | None] = mapped_column(Integer, default=None)  # HTTP status of the last answer
     last_error: Mapped[str | None] = mapped_column(Text, default=None)
+
+
+# --- tapes and drives as operators set them (carousel.media_admin, docs/admin.md) -------------------------
+
+
+class TapeStateRow(Base):
+    """A tape's state when it is not plainly active, or once it was changed: no row means `active`. Read by
+    every cycle (held tapes are left out of the plan; broken ones have their queued files failed)."""
+
+    __tablename__ = "tape_states"
+    __table_args__ = (
+        CheckConstraint(f"state IN ({_in(TapeState)})", name="state"),
+        CheckConstraint("failed_mounts >= 0", name="failed_mounts"),
+    )
+
+    tape: Mapped[str] = mapped_column(String(64), primary_key=True)
+    state: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text, default=None)
+    changed_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    changed_by: Mapped[str | None] = mapped_column(String(256), default=None)
+    # consecutive mounts the library reported failed; a mount that works sets it back to 0
+    failed_mounts: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class DriveStateRow(Base):
+    """The state an admin wants a drive in (no row: up). The scheduler's leader hands each change to the
+    library's adapter."""
+
+    __tablename__ = "drive_states"
+    __table_args__ = (
+        CheckConstraint(f"state IN ({_in(DriveState)})", name="state"),
+        CheckConstraint(f"mode IS NULL OR mode IN ({_in(DownMode)})", name="mode"),
+    )
+
+    drive: Mapped[str] = mapped_column(String(64), primary_key=True)
+    state: Mapped[str] = mapped_column(String(16))
+    mode: Mapped[str | None] = mapped_column(String(16), default=None)
+    reason: Mapped[str | None] = mapped_column(Text, default=None)
+    changed_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    changed_by: Mapped[str] = mapped_column(String(256))
+
+
+class MediaAudit(Base):
+    """Every change of a tape's or a drive's state: who (an admin, or `service` for the library's reports),
+    when, from what, to what, and why. Rows are only added."""
+
+    __tablename__ = "media_audit"
+    __table_args__ = (CheckConstraint(f"kind IN ({_in(MediaKind)})", name="kind"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)
+    who: Mapped[str] = mapped_column(String(256))
+    kind: Mapped[str] = mapped_column(String(8))
+    name: Mapped[str] = mapped_column(String(64))
+    old_state: Mapped[str] = mapped_column(String(32))
+    new_state: Mapped[str] = mapped_column(String(32))
+    reason: Mapped[str] = mapped_column(Text)

@@ -25,7 +25,8 @@ class FileState(StrEnum):
 # when it is defined, are all the changes the code writes.
 FILE_TRANSITIONS: dict[FileState, frozenset[FileState]] = {
     FileState.UNRESOLVED: frozenset({FileState.QUEUED, FileState.FAILED, FileState.CANCELLED}),
-    FileState.QUEUED: frozenset({FileState.CLAIMED, FileState.CANCELLED}),
+    # FAILED: its tape was found broken (an admin's or the library's word) and no other copy can be read
+    FileState.QUEUED: frozenset({FileState.CLAIMED, FileState.CANCELLED, FileState.FAILED}),
     # A claimed file's read may end before the hand-over is recorded (a crash, a slow commit): it ends as a
     # submitted one does.
     FileState.CLAIMED: frozenset(
@@ -85,6 +86,7 @@ NOT_ON_TAPE = FileMove(frozenset({FileState.UNRESOLVED}), FileState.FAILED)  # t
 ABANDON = FileMove(FILE_WAITING, FileState.CANCELLED)  # every requester cancelled before a cycle took it
 ASK_AGAIN = FileMove(FILE_TERMINAL, FileState.QUEUED)  # a new request for an ended recall, tape known
 ASK_AGAIN_UNRESOLVED = FileMove(ASK_AGAIN.sources, FileState.UNRESOLVED)  # the same, tape not known now
+TAPE_BROKEN = FileMove(frozenset({FileState.QUEUED}), FileState.FAILED)  # its tape is broken, no other copy
 
 FILE_MOVES: tuple[FileMove, ...] = (
     CLAIM,
@@ -99,6 +101,7 @@ FILE_MOVES: tuple[FileMove, ...] = (
     ABANDON,
     ASK_AGAIN,
     ASK_AGAIN_UNRESOLVED,
+    TAPE_BROKEN,
 )
 
 
