@@ -34,6 +34,7 @@ from pydantic_settings import (
 )
 
 from carousel.config.auth import AuthSettings
+from carousel.config.media import MediaSettings
 from carousel.config.webhooks import WebhookSettings
 from carousel.domain.buffer import BufferLimits
 from carousel.domain.errors import ConfigError
@@ -273,6 +274,7 @@ class Settings(BaseSettings):
     anonymous: bool = True
     auth: AuthSettings = Field(default_factory=AuthSettings)  # see docs/security.md
     webhooks: WebhookSettings = Field(default_factory=WebhookSettings)  # see docs/api.md, docs/operations.md
+    media: MediaSettings = Field(default_factory=MediaSettings)  # tapes and drives: see docs/admin.md
 
     # Logs (docs/operations.md): JSON lines in production, coloured text for people.
     log_format: Literal["console", "json"] = "console"

@@ -19,10 +19,19 @@ from sqlalchemy import ColumnElement, Select, bindparam, case, exists, func, ins
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from carousel.db.lock_order import lock_files
-from carousel.db.models import QueuedFileRow, Recall, RequestFile, StageRequest, TapeQueue, TapeQueueKind
+from carousel.db.models import (
+    QueuedFileRow,
+    Recall,
+    RequestFile,
+    StageRequest,
+    TapeQueue,
+    TapeQueueKind,
+    TapeStateRow,
+)
 from carousel.db.state_sets import one_of, values
 from carousel.db.tape_queue_queries import chunks, fold_deltas
 from carousel.domain.buffer import fitting
+from carousel.domain.media import HELD_STATES
 from carousel.domain.planning import GroupDemand, ReadOrder, Selection, TapeDemand, TapeInFlight
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand
 from carousel.domain.states import (
@@ -170,6 +179,8 @@ def _assemble(rows: list[tuple[Any, ...]]) -> QueueDemand:
 
 def _candidates(selection: Selection, now: datetime, *columns: InstrumentedAttribute[Any]) -> Select[Any]:
     query = select(*columns).where(F.state.in_(values(CLAIM.sources)), F.tape.is_not(None), _due(now))
+    # never a file of a tape an admin holds back, whatever the plan said (the state may have changed since)
+    query = query.where(F.tape.not_in(select(TapeStateRow.tape).where(TapeStateRow.state.in_(HELD_STATES))))
     if selection.tape is not None:
         query = query.where(F.tape == selection.tape)
     if selection.service_class is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -157,6 +158,8 @@ class Snapshot:
     # the disk buffer the library stages into: its free space, so a policy can prefer tapes whose work fits;
     # None when the buffer is off (no limit on what is handed over)
     buffer: BufferView | None = None
+    # tapes an admin holds back (disabled, broken), with why: left out of `tapes`, shown as waiting
+    held: Mapping[str, str] = field(default_factory=dict)
 
 
 class ReadOrder(StrEnum):

@@ -21,6 +21,7 @@ class QueueDemand:
     in_flight: int
     in_flight_tapes: tuple[TapeInFlight, ...] = ()
     usage: tuple[GroupUsage, ...] = ()
+    held: Mapping[str, str] = field(default_factory=dict)  # tapes held back by their state, and why
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from carousel.domain.buffer import admit_plan
+from carousel.domain.media import hold_back
 from carousel.domain.planning import (
     GroupDemand,
     LibraryCosts,
@@ -361,7 +362,8 @@ def project(
 ) -> Projection:
     """The next cycle's plan and the passes that follow it, per tape. `plan` is a policy's plan method on a
     policy instance of the projection's own (policies may keep memos between plans)."""
-    first = admit_plan(plan(snapshot), snapshot)  # as the cycle cuts it: tapes that wait for buffer space
+    # as the cycle cuts it: tapes that wait for buffer space, tapes an admin holds back
+    first = hold_back(admit_plan(plan(snapshot), snapshot), snapshot.held)
     library = snapshot.library
     costs = library.costs
     note: str | None = None

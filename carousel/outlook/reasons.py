@@ -3,13 +3,15 @@
 Policies explain each tape they leave waiting in a sentence (`Plan.waiting`); users and programs want a word
 they can test. The sentences are sorted by the phrases the built-in policies use
 (tests/unit/outlook/test_reasons.py runs each policy to keep them in step), plus the ones the cycle itself
-gives: every tape while the library is stalled, and tapes whose work waits for space in the disk buffer. A
-sentence no phrase matches is `waiting`, with its words.
+gives: every tape while the library is stalled, tapes whose work waits for space in the disk buffer, and
+tapes an admin disabled (or broke). A sentence no phrase matches is `waiting`, with its words.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
+
+from carousel.domain.media import TAPE_BROKEN_WORDS, TAPE_DISABLED_WORDS
 
 
 class WaitCode(StrEnum):
@@ -20,11 +22,15 @@ class WaitCode(StrEnum):
     LIBRARY_STALLED = "library_stalled"  # online, but nothing started or finished for too long (the cycle's)
     RETRY_PENDING = "retry_pending"  # a read failed; the next attempt waits for a new mount
     BUFFER_FULL = "buffer_full"  # the disk buffer has no room for its bytes until clients release files
+    TAPE_DISABLED = "tape_disabled"  # an admin disabled its tape: nothing mounts it until it is enabled
+    TAPE_BROKEN = "tape_broken"  # its tape is broken: its files fail at the next cycle
     WAITING = "waiting"  # another reason of the policy's: its words say which
 
 
 # (phrase, code), first match wins; phrases of policies/*.py
 _PHRASES: tuple[tuple[str, WaitCode], ...] = (
+    (TAPE_DISABLED_WORDS, WaitCode.TAPE_DISABLED),  # carousel.domain.media: the cycle's, not a policy's
+    (TAPE_BROKEN_WORDS, WaitCode.TAPE_BROKEN),
     ("library is offline", WaitCode.LIBRARY_OFFLINE),
     ("library not progressing", WaitCode.LIBRARY_STALLED),
     (

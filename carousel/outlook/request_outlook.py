@@ -26,6 +26,7 @@ from carousel.outlook.reasons import WaitCode, classify
 TAPE_UNKNOWN = "tape_unknown"  # the library has not said yet which tape holds the file
 NOT_PROJECTED = "not_projected"  # its tape has work the projection did not see (submitted since)
 
+HELD_CODES = frozenset({WaitCode.TAPE_DISABLED, WaitCode.TAPE_BROKEN})
 _OFFLINE_WORDS = "the library is offline: nothing moves until it is back"
 _BEHIND_WORDS = "queued behind other work: the next cycle's plan does not reach it"
 
@@ -66,6 +67,12 @@ def request_outlook(projection: Projection, work: RequestWork) -> RequestOutlook
     for tape in sorted(set(work.queued) | set(work.in_flight)):
         queued, flying = work.queued.get(tape, 0), work.in_flight.get(tape, 0)
         outlook = projection.tapes.get(tape)
+        held = projection.plan.waiting.get(tape) if outlook is None else None
+        if held is not None and classify(held) in HELD_CODES:
+            # an admin holds the tape back: its files are in no pass until it is enabled
+            unplanned += queued + flying
+            wait(classify(held).value, queued, held)
+            continue
         if outlook is None or outlook.queued < queued:
             # the tape's queue grew since the snapshot: the next projection places these files
             unplanned += queued

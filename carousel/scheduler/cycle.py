@@ -48,6 +48,7 @@ from carousel.scheduler.buffer_upkeep import BufferUpkeep, LiveBuffer, UpkeepRep
 from carousel.scheduler.feed import FeedControl, FeedSettings
 from carousel.scheduler.inflight import InFlightWatch
 from carousel.scheduler.live_snapshot import LibraryState, library_state, live_queue_store, live_snapshot
+from carousel.scheduler.media_states import MediaReport, MediaStates
 from carousel.scheduler.planning_path import PlanningPath, published_costs
 from carousel.scheduler.read_timeouts import ReadTimeouts, database_queue
 from carousel.scheduler.resilient_store import ResilientStore
@@ -110,6 +111,9 @@ class CycleReport:
     buffer_space: BufferView | None = None  # the disk buffer at snapshot time (None: no buffer)
     waiting_for_space: int = 0  # queued files of tapes waiting for space in the disk buffer
     evicted_files: int = 0  # evicted from the buffer to make room for this cycle's hand-over
+    media: MediaReport | None = (
+        None  # tapes and drives as operators set them (carousel.scheduler.media_states)
+    )
     elapsed_s: float = 0.0
     errors: list[str] = field(default_factory=list)
 
@@ -189,6 +193,13 @@ class Cycle:
             factor=settings.read_timeout_factor,
             margin_s=settings.read_timeout_margin_s,
         )
+        # admins' tape and drive states applied, the library's failed mounts counted
+        self.media = MediaStates(
+            session_factory,
+            adapter,
+            clock,
+            break_after_failed_mounts=settings.media.break_after_failed_mounts,
+        )
         self._term = 0
         self._buffer_seq = 0  # events of the stream `<event_stream>:bf` (carousel.scheduler.buffer_adoption)
         # events taken from the adapter but not yet committed: the adapter delivers each once
@@ -233,10 +244,13 @@ class Cycle:
                 if report.swept:
                     log.warning("removed half-written files from the buffer", files=report.swept)
             self.inflight.new_term()
+            self.media.new_term()
         # before anything else: claims recovery must not requeue files a library took under their claim
         report.recorded_late = self.store.record_unrecorded()
         self._apply_events(report)
         self._recover_claims(report)
+        report.media = self.media.run()
+        report.errors.extend(report.media.errors)
         if self.buffer_upkeep is not None:
             report.buffer = UpkeepReport()
             self.buffer_upkeep.run(report.buffer)
@@ -300,6 +314,7 @@ class Cycle:
             if report.stall_ended:
                 log.warning("library progressing again: the backlog goes out at the recovery pace")
             self._unapplied.extend(polled)
+            self.media.observe(polled)
         if not self._unapplied:
             return
         events = self._unapplied

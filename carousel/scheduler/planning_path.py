@@ -18,6 +18,7 @@ import structlog
 
 from carousel.domain.buffer import BUFFER_FULL, BufferLimits, BufferUsage, admit_plan, eviction_needed, view
 from carousel.domain.clock import Clock
+from carousel.domain.media import hold_back
 from carousel.domain.planning import LibraryCosts, LibraryView, Plan, Selection, Snapshot
 from carousel.domain.queue import ClaimedFile, HandedOver
 from carousel.scheduler.buffer_keeper import BufferGauge, BufferKeeper
@@ -71,6 +72,7 @@ def snapshot_of(
         in_flight_tapes=demand.in_flight_tapes,
         usage=demand.usage,
         buffer=view(buffer.limits, buffer.usage(now)) if buffer is not None else None,
+        held=demand.held,
     )
 
 
@@ -121,7 +123,7 @@ class PlanningPath:
 
     def dispatch(self, snapshot: Snapshot, *, submit: bool = True) -> Dispatch:
         """One pass over a snapshot the caller took (the live cycle's: carousel.scheduler.live_snapshot)."""
-        plan = admit_plan(self.policy.plan(snapshot), snapshot)
+        plan = hold_back(admit_plan(self.policy.plan(snapshot), snapshot), snapshot.held)
         dispatch = Dispatch(snapshot=snapshot, plan=plan)
         dispatch.waiting_for_space = sum(
             t.files for t in snapshot.tapes if plan.waiting.get(t.tape) == BUFFER_FULL

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.db import queue_queries as q
 from carousel.db.engine import transaction
+from carousel.db.media_queries import held_tapes
 from carousel.db.usage_queries import DEFAULT_WINDOW_S, group_usage
 from carousel.domain.planning import Selection
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand
@@ -62,7 +63,12 @@ class DatabaseQueueStore:
         with transaction(self.session_factory) as session:
             demand = q.read_demand(session, now)
             usage = group_usage(session, now, self.usage_window_s)
-        return QueueDemand(demand.tapes, demand.in_flight, demand.in_flight_tapes, usage)
+            held = held_tapes(session)
+        # held tapes (disabled, broken) are not the policy's to plan: they wait, saying why
+        tapes = tuple(t for t in demand.tapes if t.tape not in held)
+        with_work = {t.tape for t in demand.tapes}
+        waiting = {tape: words for tape, words in held.items() if tape in with_work}
+        return QueueDemand(tapes, demand.in_flight, demand.in_flight_tapes, usage, held=waiting)
 
     def claim(
         self,
