@@ -8,7 +8,7 @@ from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 from sqlalchemy.orm import Session, sessionmaker
 
-from carousel.api import admin, health, limits, native, staged_files, tape_rest, webhooks
+from carousel.api import admin, admin_media, health, limits, native, staged_files, tape_rest, webhooks
 from carousel.api.auth import install_auth
 from carousel.api.authenticate_first import AuthenticateFirst
 from carousel.api.body_limit import BodyBudget, BodyLimit
@@ -71,6 +71,7 @@ def create_app(
     app.include_router(webhooks.router)
     app.include_router(limits.router)
     app.include_router(admin.router)
+    app.include_router(admin_media.router)
     app.add_middleware(DatabaseErrors)  # inside BodyLimit: it replays bodies already within the limit
     app.add_middleware(
         BodyLimit,
