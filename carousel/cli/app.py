@@ -21,6 +21,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from carousel.cli.console import ERROR_EXIT, CliFailure, err, out
+from carousel.cli.media import drive_app, tape_app
 from carousel.cli.outlook import outlook_lines
 from carousel.cli.plugins import add_plugin_commands
 from carousel.cli.policy import policy_app
@@ -78,6 +79,8 @@ library_app = typer.Typer(add_completion=False, help="The configured tape librar
 app.add_typer(db_app, name="db")
 app.add_typer(library_app, name="library")
 app.add_typer(policy_app, name="policy")
+app.add_typer(tape_app, name="tape")
+app.add_typer(drive_app, name="drive")
 add_plugin_commands(app)  # `carousel study`, from the studies
 app.command("simulate")(simulate)
 app.command("report")(report)
@@ -93,6 +96,8 @@ app.callback(invoke_without_command=True)(_help_without_command)
 db_app.callback(invoke_without_command=True)(_help_without_command)
 policy_app.callback(invoke_without_command=True)(_help_without_command)
 library_app.callback(invoke_without_command=True)(_help_without_command)
+tape_app.callback(invoke_without_command=True)(_help_without_command)
+drive_app.callback(invoke_without_command=True)(_help_without_command)
 
 
 def main() -> None:
