@@ -6,16 +6,20 @@ the tape and drive calls: 4xx naming the field, nothing changed."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from carousel.config import Settings
 from carousel.config.auth import AuthSettings
 from carousel.db.models import DriveStateRow, MediaAudit, Mount, QueuedFileRow, TapeStateRow
 from carousel.domain.clock import ManualClock
+from carousel.scheduler.cycle import Cycle
 from hsm_adapters.simulated.adapter import SimulatedAdapter
+from policies.registry import build_policy
 from tests.integration.api.conftest import SyncApi, assert_problem
 from tests.integration.api.test_admin_tapes import ADMIN, admin_caller, cycle_for, step, submit
 from tests.integration.api.test_auth import Bearer
@@ -175,3 +179,32 @@ def test_only_admins_set_tapes_and_drives(
     assert_problem(drive, 401)
     assert_problem(user.get(f"{ADMIN}/tapes"), 403)
     assert counts(session_factory) == (0, 0, 0)
+
+
+def test_capacity_and_the_outlook_follow_a_drive_taken_down(
+    make_api: Callable[..., SyncApi],
+    library: SimulatedAdapter,
+    clock: ManualClock,
+    session_factory: sessionmaker[Session],
+) -> None:
+    # cta holds young work back: nothing is handed over, and the outlook projects the mounts to come
+    token, entry = static_token("ops", admin=True)
+    admin = Bearer(make_api(anonymous=False, auth=AuthSettings(static_tokens=(entry,)), policy="cta"), token)
+    catalogue = library.library.catalogue
+    request_id = submit(admin, [catalogue.on_tape(tape)[0].path for tape in catalogue.tapes[:3]])
+    before = admin.get(f"/api/native/v1/requests/{request_id}").json()["outlook"]
+
+    assert (
+        set_drive(admin, "drive01", {"state": "down", "mode": "now", "reason": "service"}).status_code == 200
+    )
+    cycle = Cycle(Settings(policy="cta"), session_factory, library, build_policy("cta"), clock)
+    report = cycle.run_once()
+    assert report.files_submitted == 0 and report.media is not None
+    assert report.media.drive_changes == ["drive01 down_now"]
+    assert library.capacity().drives_total == 1
+    clock.advance(11)  # past the shared projection's refresh
+    after = admin.get(f"/api/native/v1/requests/{request_id}").json()["outlook"]
+    # three tapes on one drive instead of two: the last is read later
+    assert datetime.fromisoformat(after["eta"]) > datetime.fromisoformat(before["eta"])
+    again = cycle.run_once().media
+    assert again is not None and again.drive_changes == []  # handed over once, not at every cycle

@@ -3,8 +3,10 @@ waiting reasons as codes with their files and the policy's words."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
+from carousel.domain.media import TapeState, held_words
 from carousel.domain.queue import RequestWork
 from carousel.outlook.projection import Projection, project
 from carousel.outlook.request_outlook import NOT_PROJECTED, TAPE_UNKNOWN, request_outlook
@@ -126,3 +128,24 @@ def test_a_group_over_its_share_is_named() -> None:
 
     assert [(w.code, w.files) for w in outlook.waiting] == [("group_over_share", 2)]
     assert outlook.next_cycle == 1 and outlook.eta is not None
+
+
+def test_files_of_a_tape_an_admin_holds_back_wait_with_its_reason_and_no_eta() -> None:
+    # the store left the disabled tape D out of the snapshot; the plan names it waiting with the admin's words
+    queue = replace(
+        snapshot(tape("A", 2, age_s=60), drives=2), held={"D": held_words(TapeState.DISABLED, "repack")}
+    )
+    projection = project(queue, build_policy("carousel").plan)
+
+    outlook = request_outlook(projection, RequestWork(queued={"A": 1, "D": 3}))
+
+    assert "D" not in projection.tapes and projection.plan.waiting["D"] == "tape disabled by an admin: repack"
+    assert [(w.code, w.files, w.reason) for w in outlook.waiting] == [
+        ("tape_disabled", 3, "tape disabled by an admin: repack")
+    ]
+    assert outlook.unplanned == 3 and outlook.eta == projection.tapes["A"].eta
+    broken = request_outlook(
+        project(replace(queue, held={"D": held_words(TapeState.BROKEN, None)}), build_policy("fifo").plan),
+        RequestWork(queued={"D": 2}),
+    )
+    assert [(w.code, w.files) for w in broken.waiting] == [("tape_broken", 2)] and broken.eta is None

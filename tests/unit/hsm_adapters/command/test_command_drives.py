@@ -11,7 +11,7 @@ import pytest
 
 from carousel.domain.clock import ManualClock
 from carousel.domain.errors import ConfigError, Unavailable
-from hsm_adapters.base import Batch, BatchFile, ControlsDrives, DriveCommand, EventKind
+from hsm_adapters.base import Batch, BatchFile, ControlsDrives, DriveCommand, Event, EventKind
 from hsm_adapters.command import CommandAdapter, build_command_adapter
 
 from .command_support import PROGRAM_TIMEOUT_S, python_program, wait_for
@@ -106,7 +106,7 @@ def test_a_mount_failed_line_becomes_the_event(tmp_path: Path) -> None:
     adapter = build_command_adapter({"lookup": {"argv": stage}, "stage": {"argv": stage}}, ManualClock())
     try:
         adapter.submit(Batch("b", "T1", (BatchFile("k0", "/a", 0, 10),)))
-        seen: list = []
+        seen: list[Event] = []
         wait_for(adapter, seen, lambda events: any(e.kind is EventKind.FILE_FAILED for e in events))
         failed_mount = [e for e in seen if e.kind is EventKind.MOUNT_FAILED]
         assert [(e.tape, e.drive, e.reason) for e in failed_mount] == [("T1", "lto01", "label unreadable")]
