@@ -1,0 +1,153 @@
+"""What tapes held back by admins cost a scheduling cycle on PostgreSQL: the cycle of bench_cycle (1,000,000
+queued files over 20,000 tapes) with no tape state recorded, against the same cycle with a tenth of the tapes
+disabled, in the same database and the same run (the snapshot then reads `tape_states` and leaves those tapes
+out; every claim refuses files of held tapes by a NOT IN over `tape_states`).
+
+    .venv/bin/python -m bench.bench_held_tapes [--files 1000000] [--tapes 20000] [--held 2000] [--url URL]
+
+Each case is timed best of `--repeats` cycles: snapshot (demand through the database store), the `carousel`
+policy with LTO-9 costs, the claim and the hand-over record; claimed files are put back after each cycle. The
+run checks that no file of a held tape is claimed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine, make_url, text
+
+from bench.bench_cycle import DEFAULT_ADMIN, FILL, NOW, RESET, drop_database, fresh_database
+from carousel.db.engine import make_engine, make_session_factory
+from carousel.domain.media import hold_back
+from carousel.domain.planning import LibraryView, Snapshot
+from carousel.domain.queue import HandedOver
+from carousel.scheduler.planning_path import batches_of
+from carousel.scheduler.queue_store import DatabaseQueueStore
+from hsm_adapters.simulated.costs import library_costs
+from hsm_adapters.simulated.physics import TapePhysics
+from hsm_adapters.simulated.profiles import load_profile
+from policies.registry import build_policy
+
+# every tenth tape (by number) disabled, as an admin would disable tapes one by one
+HOLD = text(
+    "INSERT INTO tape_states (tape, state, reason, changed_at, changed_by, failed_mounts)"
+    " SELECT 'T' || lpad(g::text, 6, '0'), 'disabled', 'bench', :now, 'bench', 0"
+    " FROM generate_series(0, :tapes - 1, :every) AS g LIMIT :held"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Times:
+    held: int
+    tapes_planned: int
+    snapshot_s: float
+    plan_s: float
+    claim_s: float
+    cycle_s: float
+    claimed: int
+
+
+def best_cycle(engine: Engine, drives: int, repeats: int, held: set[str]) -> Times:
+    store = DatabaseQueueStore(make_session_factory(engine))
+    policy = build_policy("carousel", {})
+    costs = library_costs(TapePhysics(load_profile("lto9")))
+    counter = itertools.count()
+    best: Times | None = None
+    for _ in range(repeats):
+        started = time.perf_counter()
+        demand = store.demand(NOW)
+        snapshot_done = time.perf_counter()
+        snapshot = Snapshot(
+            now=NOW,
+            tapes=demand.tapes,
+            library=LibraryView(True, drives, drives, costs=costs),
+            in_flight=demand.in_flight,
+            in_flight_tapes=demand.in_flight_tapes,
+            usage=demand.usage,
+            held=demand.held,
+        )
+        plan = hold_back(policy.plan(snapshot), snapshot.held)
+        plan_done = time.perf_counter()
+        claims = store.claim(plan.selections, lambda: f"k{next(counter)}", NOW)
+        accepted = [
+            HandedOver(batch.key, batch.tape, ids)
+            for selection, key, claimed in claims
+            for batch, ids in batches_of(selection, claimed, key)
+        ]
+        store.handed_over(accepted, [], NOW)
+        finished = time.perf_counter()
+        claimed_tapes = {f.tape for _, _, files in claims for f in files}
+        assert not claimed_tapes & held, "a file of a held tape was claimed"
+        assert held <= set(plan.waiting), "a held tape is not named waiting"
+        with engine.begin() as connection:
+            connection.execute(RESET)
+        times = Times(
+            held=len(held),
+            tapes_planned=len(demand.tapes),
+            snapshot_s=snapshot_done - started,
+            plan_s=plan_done - snapshot_done,
+            claim_s=finished - plan_done,
+            cycle_s=finished - started,
+            claimed=sum(len(files) for _, _, files in claims),
+        )
+        if best is None or times.cycle_s < best.cycle_s:
+            best = times
+    assert best is not None
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=1_000_000)
+    parser.add_argument("--tapes", type=int, default=20_000)
+    parser.add_argument("--held", type=int, default=2_000)
+    parser.add_argument("--drives", type=int, default=16)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--url", default=os.environ.get("CAROUSEL_TEST_DATABASE_URL", DEFAULT_ADMIN))
+    args = parser.parse_args()
+    admin = make_url(args.url)
+    name = f"carousel_bench_held_{os.getpid()}"
+    url = fresh_database(admin, name)
+    try:
+        engine = make_engine(url)
+        with engine.begin() as connection:
+            connection.execute(FILL, {"tapes": args.tapes, "files": args.files, "now": NOW})
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            connection.execute(text("VACUUM ANALYZE files"))
+        baseline = best_cycle(engine, args.drives, args.repeats, set())
+        every = max(1, args.tapes // max(1, args.held))
+        with engine.begin() as connection:
+            connection.execute(
+                HOLD, {"now": datetime.now(UTC), "tapes": args.tapes, "every": every, "held": args.held}
+            )
+            held = set(connection.execute(text("SELECT tape FROM tape_states")).scalars())
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            connection.execute(text("VACUUM ANALYZE tape_states"))
+        holding = best_cycle(engine, args.drives, args.repeats, held)
+        engine.dispose()
+    finally:
+        drop_database(admin, name)
+    print(
+        f"{args.files:,} queued files over {args.tapes:,} tapes, {args.drives} drives, best of {args.repeats}"
+    )
+    print(
+        f"{'held tapes':>10} {'planned':>8} {'snapshot s':>11} {'plan s':>8} {'claim s':>8} {'cycle s':>8}"
+        f" {'claimed':>8}"
+    )
+    for t in (baseline, holding):
+        print(
+            f"{t.held:>10,} {t.tapes_planned:>8,} {t.snapshot_s:>11.3f} {t.plan_s:>8.3f} {t.claim_s:>8.3f}"
+            f" {t.cycle_s:>8.3f} {t.claimed:>8,}"
+        )
+    print(
+        f"cycle time with {holding.held:,} tapes held against none: {holding.cycle_s / baseline.cycle_s:.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()
