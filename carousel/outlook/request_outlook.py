@@ -67,12 +67,18 @@ def request_outlook(projection: Projection, work: RequestWork) -> RequestOutlook
     for tape in sorted(set(work.queued) | set(work.in_flight)):
         queued, flying = work.queued.get(tape, 0), work.in_flight.get(tape, 0)
         outlook = projection.tapes.get(tape)
-        held = projection.plan.waiting.get(tape) if outlook is None else None
-        if held is not None and classify(held) in HELD_CODES:
-            # an admin holds the tape back: its files are in no pass until it is enabled
-            unplanned += queued + flying
+        held = projection.plan.waiting.get(tape)
+        if queued and held is not None and classify(held) in HELD_CODES:
+            # an admin holds the tape back: its queued files are in no pass until it is enabled (files the
+            # library had already are, below)
+            unplanned += queued
             wait(classify(held).value, queued, held)
-            continue
+            queued = 0
+            if outlook is None:
+                unplanned += flying
+                continue
+            if flying == 0:
+                continue
         if outlook is None or outlook.queued < queued:
             # the tape's queue grew since the snapshot: the next projection places these files
             unplanned += queued

@@ -96,7 +96,9 @@ class FeedControl:
         if budget.stalled_since is None:
             return dispatch.plan
         why = stalled_reason(budget.stalled_since, held, self.liveness.rule.probe_files)
-        return replace(dispatch.plan, waiting={tape.tape: why for tape in dispatch.snapshot.tapes})
+        # tapes an admin holds back keep their own reason: they would wait whatever the library does
+        stalled = {tape.tape: why for tape in dispatch.snapshot.tapes}
+        return replace(dispatch.plan, waiting={**stalled, **dispatch.snapshot.held})
 
     def next_probe_at(self) -> datetime | None:
         """While stalled, when the next probe may go (a replay that skips idle ticks wakes for it)."""

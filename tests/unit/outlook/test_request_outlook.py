@@ -149,3 +149,16 @@ def test_files_of_a_tape_an_admin_holds_back_wait_with_its_reason_and_no_eta() -
         RequestWork(queued={"D": 2}),
     )
     assert [(w.code, w.files) for w in broken.waiting] == [("tape_broken", 2)] and broken.eta is None
+
+
+def test_a_held_tape_with_files_at_the_library_has_those_in_the_eta() -> None:
+    # D was disabled after some of its files went to the library: those are read, the queued ones wait
+    held = {"D": held_words(TapeState.DISABLED, "repack")}
+    queue = replace(snapshot(tape("A", 2, age_s=60), drives=2, in_flight=(busy("D"),)), held=held)
+    projection = project(queue, build_policy("carousel").plan)
+
+    outlook = request_outlook(projection, RequestWork(queued={"D": 3}, in_flight={"D": 1}))
+
+    assert [(w.code, w.files) for w in outlook.waiting] == [("tape_disabled", 3)]
+    assert outlook.reading == 1 and outlook.unplanned == 3
+    assert outlook.eta == projection.tapes["D"].eta and outlook.eta is not None
