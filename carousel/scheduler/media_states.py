@@ -3,6 +3,9 @@
 - the library's reports of mounts: a mount that fails counts against its tape, one that works clears the
   count; a tape that fails `media.break_after_failed_mounts` mounts in a row is set broken by the service
   (audited as `service`);
+- held tapes (disabled, broken): files handed to the library before the change and not started there are
+  taken back (cancelled at the library, queued again), so the library does not read them while the tape is
+  held; those it has started are read;
 - broken tapes: their queued files fail with the tape's reason, unless another copy can be read
   (`carousel.scheduler.other_copies`);
 - drives: each admin's change is handed to the adapter once per leadership term (a new leader hands over
@@ -23,6 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.db import media_queries as m
 from carousel.db.engine import run_transaction
+from carousel.db.queue_queries import settle_cancelled
 from carousel.domain.clock import Clock
 from carousel.domain.media import SERVICE_WHO, DownMode, DriveState, DriveStatus, MediaKind, TapeState
 from carousel.scheduler.other_copies import another_copy
@@ -30,12 +34,15 @@ from hsm_adapters.base import ControlsDrives, DriveCommand, Event, EventKind, Hs
 
 log = structlog.get_logger(__name__)
 
+TAKE_BACK_PER_CYCLE = 10_000
+
 
 @dataclass(slots=True)
 class MediaReport:
     failed_mounts: int = 0  # mount failures the library reported this cycle
     broken_by_service: list[str] = field(default_factory=list)  # tapes set broken after failed mounts
     failed_files: int = 0  # queued files of broken tapes failed
+    taken_back: int = 0  # files of held tapes the library gave back before starting them (queued again)
     drive_changes: list[str] = field(default_factory=list)  # "drive03 down_now", handed to the adapter
     errors: list[str] = field(default_factory=list)
 
@@ -66,6 +73,7 @@ class MediaStates:
         self.break_after = break_after_failed_mounts
         self._mounts: list[tuple[str, bool, str | None]] = []  # (tape, mounted, reason), not yet counted
         self._told: dict[str, DriveCommand] = {}  # what the adapter was told this term, per drive
+        self._asked_back: set[int] = set()  # files the library said it had started: not asked again
 
     def new_term(self) -> None:
         self._told.clear()
@@ -91,6 +99,7 @@ class MediaStates:
             report.broken_by_service = broken
             for tape in broken:
                 log.warning("tape set broken after failed mounts", tape=tape, mounts=self.break_after)
+        self._take_back(report, now)
         report.failed_files = run_transaction(
             self.session_factory, lambda session: _fail_broken(session, now)
         )
@@ -122,6 +131,25 @@ class MediaStates:
                 )
                 broken.append(tape)
         return broken
+
+    def _take_back(self, report: MediaReport, now: datetime) -> None:
+        waiting = run_transaction(
+            self.session_factory, lambda session: m.waiting_at_library(session, TAKE_BACK_PER_CYCLE)
+        )
+        self._asked_back &= set(waiting)
+        ask = [file_id for file_id in waiting if file_id not in self._asked_back]
+        if not ask:
+            return
+        try:
+            answer = self.adapter.cancel([str(file_id) for file_id in ask])
+        except Exception as exc:  # the library does not answer: asked again next cycle
+            report.errors.append(f"take back files of held tapes: {exc!r}")
+            return
+        self._asked_back |= {int(key) for key in answer.in_progress}
+        stopped = [int(key) for key in (*answer.cancelled, *answer.unknown)]
+        _, report.taken_back = run_transaction(
+            self.session_factory, lambda session: settle_cancelled(session, stopped, now)
+        )
 
     def _apply_drives(self, report: MediaReport) -> None:
         if not isinstance(self.adapter, ControlsDrives):

@@ -175,3 +175,27 @@ def test_the_librarys_failed_mounts_break_a_tape_audited_as_the_service(
         assert errors == {f"tape T00004 is broken: {trail[0]['reason']}"}
     finally:
         library.close()
+
+
+def test_files_already_with_the_library_are_taken_back_when_their_tape_is_disabled(
+    admin: Bearer, library: SimulatedAdapter, clock: ManualClock, session_factory: sessionmaker[Session]
+) -> None:
+    catalogue = library.library.catalogue
+    tape = catalogue.tapes[5]
+    submit(admin, [e.path for e in catalogue.on_tape(tape)[:3]])
+    cycle = cycle_for(session_factory, library, clock)
+    assert cycle.run_once().files_submitted == 3  # handed over; the library has not started them yet
+    assert states_of(session_factory, tape) == {"SUBMITTED": None}
+
+    set_tape(admin, tape, "disabled", "label damaged")
+    report = cycle.run_once()  # at the same instant: nothing has started at the library
+    assert report.media is not None and report.media.taken_back == 3
+    assert states_of(session_factory, tape) == {"QUEUED": None}
+    for _ in range(30):  # the library reads none of them while the tape is disabled
+        cycle.run_once()
+        clock.advance(1)
+    assert states_of(session_factory, tape) == {"QUEUED": None}
+    assert library.library.stats().files_staged == 0
+
+    set_tape(admin, tape, "active", "label replaced")
+    step(cycle, clock, lambda: set(states_of(session_factory, tape)) == {"STAGED"})
