@@ -6,8 +6,8 @@ clock, starting at 0), windows are half-open: [start_s, end_s).
 
 - read errors: each read fails with `read_error_probability` (retryable: a second read may work);
 - bad cartridges: named ones, plus `bad_cartridge_count` picked from the catalogue by the seed; the first
-  mount attempt fails, every file queued for the cartridge fails (not retryable) and the cartridge is
-  disabled, so later recalls of it fail at once;
+  mount attempt fails (MOUNT_FAILED), every file queued for the cartridge fails (not retryable) and the
+  cartridge is disabled, so later recalls of it fail at once (each later batch one more MOUNT_FAILED);
 - drive outages: a drive goes down at start_s (its cartridge is ejected, its work goes back to the queue)
   and comes back empty at end_s;
 - offline windows: no mount and no new read start, lookups answer Unknown, submissions are refused,

@@ -105,8 +105,9 @@ def test_the_documented_example_is_valid(clock):
     example = tomllib.loads(re.search(r"```toml\n(.*?)```", text, re.DOTALL).group(1))
     assert example["adapter"] == "command"
     options = example["adapter_options"]
-    for name in ("lookup", "stage", "cancel", "health", "evict"):
+    for name in ("lookup", "stage", "cancel", "health", "evict", "drive"):
         options[name]["argv"][0] = sys.executable  # the example's wrappers are not installed here
     adapter = build_command_adapter(options, clock)
     assert adapter.capacity().drives_total == 4
+    assert adapter.drive_names() == ("drive01", "drive02", "drive03", "drive04")
     adapter.close()
