@@ -20,12 +20,16 @@ The cost model (figures from `LibraryView.costs`, the library's physics as plain
   with work keeps its drive, before every tape of its priority that needs a mount. Files whose read failed
   before never join a mounted tape: they wait for a later mount;
 - robots (when the library publishes them, `LibraryCosts.robot_s`): short mounts are not all left to the
-  end, where one robot could not exchange cartridges as fast as the drives finish them (`robot_balanced`).
+  end, where one robot could not exchange cartridges as fast as the drives finish them (`robot_balanced`);
+  when the robots have at least half as much work left as the drives, free drives are paced for them
+  (policies/robot_pace.py: short mounts while the mounts in progress free drives more slowly than the
+  robots exchange cartridges, else the longest tape), and nothing is held back to gather work.
 
-Nothing starves: a tape whose oldest request has waited max_wait_s goes before every other (oldest first),
-skips the patience rule, and while such a tape has no drive, busy tapes take no new files, so drives come
-free. Priorities order tapes before scores; fair share across groups is a separate layer
-(policies/fair_share.py).
+Nothing starves: a tape whose oldest request has waited max_wait_s goes before every other (oldest first;
+when the robots are paced, those that arrived within age_scale_s of the oldest are paced among themselves:
+a batch that takes longer than max_wait_s is not read in arrival order), skips the patience rule, and while
+such a tape has no drive, busy tapes take no new files, so drives come free. Priorities order tapes before
+scores; fair share across groups is a separate layer (policies/fair_share.py).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from carousel.domain.library_needs import HsmDiscipline, HsmReadOrder, LibraryNeeds
 from carousel.domain.planning import LibraryCosts, Plan, ReadOrder, Selection, Snapshot, TapeDemand
 from policies.common import CostOptions, age_s, busy_tapes, costs_of, offline_plan
+from policies.robot_pace import in_flight_left_s, paced_order, robots_matter
 
 RETRIES_WAIT = "its files failed on a mount of this tape: they wait for a later one"
 NO_DRIVE = "no free drive"
@@ -122,8 +127,21 @@ class CarouselPolicy:
 
         fixed_s = costs.mount_s + costs.unmount_s
         ranked = self._rank(others, mounted, costs, now)
+        paced = False
         if costs.robot_s > 0 and len(ranked) > drives - in_use:
-            ranked = robot_balanced(ranked, costs, drives)
+            in_flight_s = in_flight_left_s(snapshot, costs)
+            paced = robots_matter([entry[4] for entry in ranked], in_flight_s, costs, drives)
+            if paced:
+                ranked = _paced(
+                    ranked,
+                    in_flight_s,
+                    costs,
+                    drives=drives,
+                    free=drives - in_use,
+                    window_s=options.age_scale_s,
+                )
+            else:
+                ranked = robot_balanced(ranked, costs, drives)
         for rank, (_, tape, on_drive, starving, _, _) in enumerate(ranked):
             if in_use >= drives:
                 # the rest wait for a drive; one of them starting to starve is what time alone changes
@@ -134,7 +152,7 @@ class CarouselPolicy:
             if on_drive and tape.retries == tape.files:
                 waiting[tape.tape] = RETRIES_WAIT
                 continue
-            if not on_drive and not starving:
+            if not on_drive and not starving and not paced:
                 threshold = options.patience * self._scarcity(in_use, drives) * fixed_s
                 accrued = tape.files * age_s(tape, now)
                 if accrued < threshold:
@@ -280,6 +298,43 @@ def _balance(block: list[_Ranked], costs: LibraryCosts, drives: int) -> list[_Ra
         robot_left -= costs.robot_s
         ordered.append(block[chosen])
     return ordered
+
+
+def _paced(
+    ranked: list[_Ranked],
+    in_flight_s: list[float],
+    costs: LibraryCosts,
+    *,
+    drives: int,
+    free: int,
+    window_s: float,
+) -> list[_Ranked]:
+    """The ranked tapes with those of the first block of equal standing (priority; starving tapes whose
+    oldest request came within window_s of the oldest one's) paced for the robots (policies/robot_pace.py):
+    in a batch that takes longer than max_wait_s every tape ends up starving, and arrival order within it
+    means nothing. Tapes on a drive go first, as in the ranking: they need no robot, and a
+    long tape read in two mounts would pay its locates twice."""
+    standing = ranked[0][0][:3]
+    stop = 0
+    if ranked[0][3]:  # starving: oldest first, but those that came within window_s of the oldest are paced
+        until = ranked[0][0][1] + window_s
+        while stop < len(ranked) and ranked[stop][3] and ranked[stop][0][1] < until:
+            stop += 1
+    while stop < len(ranked) and ranked[stop][0][:3] == standing:
+        stop += 1
+    block = ranked[:stop]
+    mounted = [entry for entry in block if entry[2]]  # first: they need no robot (as in robot_balanced)
+    rest = [entry for entry in block if not entry[2]]
+    in_flight_s = in_flight_s + [entry[4] for entry in mounted]
+    order = paced_order(
+        [e[4] for e in rest],
+        [e[5] for e in rest],
+        in_flight_s,
+        costs=costs,
+        drives=drives,
+        picks=free - len(mounted),
+    )
+    return mounted + [rest[i] for i in order] + ranked[stop:]
 
 
 def _earliest(current: datetime | None, candidate: datetime, now: datetime) -> datetime | None:

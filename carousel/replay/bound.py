@@ -12,6 +12,9 @@ mounts per cartridge:
   the native rate and its unmount U_tape (the least rewind after reading them all + unload + robot); a second
   mount only adds, unless its rewinds were cheaper by more than a whole mount and unmount, which the minimum
   over one and two mounts covers;
+- on a cartridge of many wraps, the files' predecessors are distinct (`_mounts_and_locates`): a file is
+  followed by at most one other in its mount, so the locates of m mounts are at least those of the least
+  assignment of every file to its own predecessor among the other files' ends and m load points;
 - no cartridge is mounted before its first file arrives (a library mounts only cartridges with work).
 
 With the cartridges sorted by first arrival a_j, and n_j of them arriving at a_j or later:
@@ -33,16 +36,19 @@ locate taken as zero.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from scipy.optimize import linear_sum_assignment
 
 from carousel.replay.trace import Trace
 from hsm_adapters.simulated.physics import TapePhysics
 
 FloatArray = npt.NDArray[np.float64]
 _LOCATE_BLOCK = 512  # rows of one cartridge's predecessor matrix computed at a time (memory stays small)
+_ASSIGNED_MAX = 4_000  # files of a cartridge up to which the assignment is solved (its matrix is n² floats)
 
 DRIVES = "drives"
 ROBOTS = "robots"
@@ -76,6 +82,7 @@ class _Tape:
     pass_locates_s: float  # the least locates of a pass over all its files
     last_rewind_s: float  # the least rewind after that pass (with any locate it needs to end there)
     rewind_floor_s: float  # the least rewind after a mount reading any one of its files
+    handled_s: float  # the least mounts, unmounts and locates of its files, however many mounts read them
 
 
 def physical_bound(trace: Trace, physics: TapePhysics, drives: int, robots: int = 1) -> PhysicalBound:
@@ -123,6 +130,16 @@ def _tapes(trace: Trace, physics: TapePhysics) -> list[_Tape]:
             pass_locates, last_rewind = _one_wrap_pass(physics, positions, ends, rewinds)
         else:
             pass_locates, last_rewind = float(least.sum()), float(rewinds.min())
+        floor = float(physics.rewind_many(ends, sizes).min())
+        handling = physics.mount_s() + physics.profile.unload_s + physics.profile.robot_exchange_s
+        handled = min(handling + last_rewind, 2 * (handling + floor)) + pass_locates
+        if physics.profile.wraps > 1 and 2 <= len(files) <= _ASSIGNED_MAX:
+            handled = max(
+                handled,
+                _mounts_and_locates(
+                    physics, positions, ends, handling=handling, last=last_rewind, floor=floor
+                ),
+            )
         tapes.append(
             _Tape(
                 first_arrival_s=float(arrivals.min()),
@@ -132,10 +149,57 @@ def _tapes(trace: Trace, physics: TapePhysics) -> list[_Tape]:
                 least_locates=least,
                 pass_locates_s=pass_locates,
                 last_rewind_s=last_rewind,
-                rewind_floor_s=float(physics.rewind_many(ends, sizes).min()),
+                rewind_floor_s=floor,
+                handled_s=handled,
             )
         )
     return tapes
+
+
+def _mounts_and_locates(
+    physics: TapePhysics,
+    positions: FloatArray,
+    ends: FloatArray,
+    *,
+    handling: float,
+    last: float,
+    floor: float,
+) -> float:
+    """The least handling (robot, load, unload, robot: `handling` a mount), rewinds and locates of reading
+    every file of a cartridge of many wraps, in any number of mounts.
+
+    A mount reads a sequence of files from the load point, each file's locate starting where the file before
+    it ended (the load point for its first). So the reads of m mounts give every file its own predecessor:
+    another file's end, each taken at most once (a file is followed by at most one), or one of m load
+    points; their locates are the cost of that assignment, at least A_m, the least cost of any
+    (`linear_sum_assignment`; it may close cycles no read order has, so it is a lower bound, not an order).
+    A mount's rewind is at least `floor` (the least after reading any one file), a single mount's at least
+    `last` (after reading them all). So, with least the files' cheapest predecessors summed:
+    - one mount costs at least handling + last + A_1;
+    - m mounts, 2 <= m <= M, at least m·(handling + floor) + A_m, which is at least the least assignment with
+      M load points costing handling + floor each (unused ones cost nothing), and at least
+      2·(handling + floor) + least;
+    - more than M mounts at least (M + 1)·(handling + floor) + least.
+    The least of the three is a bound on every way of reading them; M is taken large enough that the last
+    does not decide.
+    """
+    count = len(positions)
+    cost = np.empty((count + 1, count), dtype=np.float64)
+    for start in range(0, count, _LOCATE_BLOCK):
+        stop = min(count, start + _LOCATE_BLOCK)
+        cost[start:stop] = physics.locate_many(ends[start:stop, None], positions[None, :])
+    cost[np.arange(count), np.arange(count)] = np.inf  # a file does not precede itself
+    from_load = physics.locate_many(0.0, positions)
+    cost[count] = from_load
+    least = float(np.minimum(from_load, cost[:count].min(axis=0)).sum())
+    rows, columns = linear_sum_assignment(cost)
+    one_mount = float(cost[rows, columns].sum())
+    per_mount = handling + floor
+    mounts = max(2, math.ceil((one_mount + handling + last - least) / per_mount))
+    more = np.vstack((cost[:count], np.repeat((from_load + per_mount)[None, :], mounts, axis=0)))
+    rows, columns = linear_sum_assignment(more)
+    some_mounts = max(float(more[rows, columns].sum()), 2 * per_mount + least)
+    return min(handling + last + one_mount, some_mounts, (mounts + 1) * per_mount + least)
 
 
 def _least_locates(physics: TapePhysics, positions: FloatArray, ends: FloatArray) -> FloatArray:
@@ -197,10 +261,11 @@ def _work(tape: _Tape, physics: TapePhysics, *, with_locates: bool) -> tuple[flo
         )
     )
     handling = physics.mount_s() + profile.unload_s + profile.robot_exchange_s
-    mounts_s = min(handling + last_rewind, 2 * (handling + tape.rewind_floor_s))
-    locates = tape.pass_locates_s if with_locates else 0.0
-    passing = locates + len(tape.sizes) * profile.per_file_overhead_s + physics.read_s(int(tape.sizes.sum()))
-    return mounts_s + passing, profile.unload_s + profile.robot_exchange_s + last_rewind
+    handled = (
+        tape.handled_s if with_locates else min(handling + last_rewind, 2 * (handling + tape.rewind_floor_s))
+    )
+    passing = len(tape.sizes) * profile.per_file_overhead_s + physics.read_s(int(tape.sizes.sum()))
+    return handled + passing, profile.unload_s + profile.robot_exchange_s + last_rewind
 
 
 def _terms(

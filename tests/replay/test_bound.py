@@ -98,6 +98,69 @@ def test_no_read_order_locates_and_rewinds_for_less_than_the_bound(starts, size_
     assert bound.locate_s + rewind_part <= min(least, greedy) + 1e-6
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(0, 399), min_size=2, max_size=5, unique=True),
+    st.lists(st.integers(1, 1000), min_size=5, max_size=5),
+    st.sampled_from(["lto3", "lto9"]),
+)
+def test_no_reading_in_up_to_three_mounts_handles_and_locates_for_less_than_the_bound(
+    starts, permille, profile
+):
+    # every way of reading a few files of a cartridge of many wraps in one, two or three mounts (every order,
+    # cut in up to three runs, each from the load point and rewound after): the bound's share of the
+    # cartridge (its work less overheads and reads) is no more than the cheapest of them
+    physics = TapePhysics(load_profile(profile))
+    p = physics.profile
+    slot = p.capacity_bytes // 400
+    places = [s * slot for s in starts]
+    sizes = [max(1, m * slot // 1000) for m in permille[: len(places)]]
+    rows = [row(f"/{n}", "A", place, size) for n, (place, size) in enumerate(zip(places, sizes, strict=True))]
+    bound = physical_bound(make_trace(rows), physics, drives=1)
+    handling = physics.mount_s() + p.unload_s + p.robot_exchange_s
+    share = bound.work_s - len(places) * p.per_file_overhead_s - physics.read_s(sum(sizes))
+
+    def mount(order):
+        head, locates = 0, 0.0
+        for index in order:
+            locates += physics.locate_s(head, places[index])
+            head = places[index] + sizes[index]
+        return handling + locates + physics.rewind_s(head, sum(sizes[i] for i in order))
+
+    count = len(places)
+    cheapest = min(
+        sum(mount(run) for run in (order[:i], order[i:j], order[j:]) if run)
+        for order in itertools.permutations(range(count))
+        for i in range(count + 1)
+        for j in range(i, count + 1)
+    )
+    assert share <= cheapest + 1e-6
+
+
+def test_files_sharing_their_cheapest_predecessor_are_counted_apart():
+    # 60 files at random places on an LTO-9 cartridge: several have the same cheapest predecessor, which
+    # only one of them can follow in a mount; the bound counts more than every file's cheapest locate
+    import numpy as np  # noqa: PLC0415
+
+    rng = np.random.default_rng(18)
+    slot = LTO9.profile.capacity_bytes // 4000
+    places = sorted(int(s) * slot for s in rng.choice(4000, size=60, replace=False))
+    size = slot // 2
+    bound = physical_bound(make_trace([row(f"/{n}", "A", x, size) for n, x in enumerate(places)]), LTO9, 1)
+    p = LTO9.profile
+    share = bound.work_s - 60 * p.per_file_overhead_s - LTO9.read_s(60 * size)
+    starts = np.array(places, dtype=np.float64)
+    ends = starts + size
+    after = LTO9.locate_many(ends[:, None], starts[None, :])
+    np.fill_diagonal(after, np.inf)
+    cheapest = np.minimum(LTO9.locate_many(0.0, starts), after.min(axis=0)).sum()
+    handling = LTO9.mount_s() + p.unload_s + p.robot_exchange_s
+    last = LTO9.rewind_many(ends, np.full_like(ends, 60 * size)).min()
+    floor = LTO9.rewind_many(ends, np.full_like(ends, size)).min()
+    per_file = min(handling + last, 2 * (handling + floor)) + cheapest
+    assert share > per_file + 10.0
+
+
 def _fixed(physics, files, size):
     p = physics.profile
     return (
