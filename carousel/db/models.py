@@ -13,6 +13,7 @@ from sqlalchemy import (
     BigInteger,
     CheckConstraint,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -85,6 +86,9 @@ class StageRequest(Base):
     started_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     completed_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     deleted_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    # bumped by intake's writes that change the status (cancel, release, delete): a cached status document is
+    # checked against it on every call, in every API process (carousel.api.status_cache)
+    status_version: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
 
 
 class RequestAlias(Base):
@@ -326,3 +330,14 @@ class WebhookDelivery(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     last_status: Mapped[int | None] = mapped_column(Integer, default=None)  # HTTP status of the last answer
     last_error: Mapped[str | None] = mapped_column(Text, default=None)
+
+
+class RateBucket(Base):
+    """A call-rate token bucket ("caller:<name>", "group:<name>"), shared by every API process
+    (carousel.api.rate_limit). A row idle long enough to be full again is pruned: no row is a full bucket."""
+
+    __tablename__ = "rate_buckets"
+
+    key: Mapped[str] = mapped_column(String(300), primary_key=True)
+    tokens: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)
