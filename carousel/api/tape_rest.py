@@ -163,6 +163,9 @@ def stage_status(request_id: str, context: Context, session: DbSession, caller: 
         request_id,
         partial(_status_document, session, caller, request_id),
         partial(_status_document_apart, context, caller, request_id),
+        # read on every call, cached or not: a document another process's cancel or delete made stale
+        # is never answered (carousel.api.status_cache)
+        version=status_case.status_version(session, caller, request_id),
     )
     return Response(body, media_type="application/json")
 

@@ -324,7 +324,19 @@ def mark_request_deleted(session: Session, request_id: str, now: datetime) -> No
             state=RequestState.DELETED.value,
             deleted_at=now,
             completed_at=func.coalesce(REQUESTS.c.completed_at, now),
+            status_version=REQUESTS.c.status_version + 1,
         )
+    )
+
+
+def bump_status_version(session: Session, request_id: str) -> None:
+    """The request's status changed by intake's hand (a cancel): every API process's cached document of
+    it is stale from this commit on (carousel.api.status_cache). Rows of requests are locked last
+    (db/lock_order.py), as here: after the links and files the cancel touched."""
+    session.execute(
+        update(REQUESTS)
+        .where(REQUESTS.c.id == request_id)
+        .values(status_version=REQUESTS.c.status_version + 1)
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,6 +45,14 @@ def request_status_document(session: Session, caller: Caller, request_id: str) -
     if not caller.grants.polls_everything:
         files_json = _outside_scopes_hidden(files_json, caller.grants)
     return StatusDocument(request_info(request), files_json)
+
+
+def status_version(session: Session, caller: Caller, request_id: str) -> Hashable:
+    """What a status document of the request is valid for: it changes with every cancel or delete (in
+    any API process) and when the request ends. Refuses (no scope, not found) as the status itself does."""
+    require_some_poll_scope(caller.grants, "status")
+    request = owned_request(session, caller, request_id)
+    return (request.status_version, request.state, request.completed_at)
 
 
 def _outside_scopes_hidden(files_json: str, grants: Grants) -> str:
