@@ -13,8 +13,10 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 
 import uvicorn
+from fastapi import FastAPI
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -22,6 +24,7 @@ from carousel.api.app import create_app
 from carousel.api.http_server import OPEN_FILES_RESERVE, open_files_for, server_config
 from carousel.buffer.layout import BufferLayout, BufferUnwritable
 from carousel.cli.console import CliFailure, err, out
+from carousel.cli.workers import run_workers
 from carousel.config import Settings, buffer_directory
 from carousel.db.engine import make_session_factory, open_database, printable_url
 from carousel.domain.clock import Clock, SystemClock
@@ -148,27 +151,44 @@ def _room_for_connections(settings: Settings) -> None:
         )
 
 
-def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
-    settings = parts.settings
-    api = create_app(
-        settings,
+def _app(parts: Parts) -> FastAPI:
+    return create_app(
+        parts.settings,
         adapter=parts.adapter,
         clock=parts.clock,
         session_factory=parts.session_factory,
         metrics=parts.metrics,
     )
+
+
+def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
+    settings = parts.settings
+    workers = settings.api_workers
+    if with_scheduler and workers > 1:
+        raise CliFailure(
+            f"api_workers is {workers}, but `carousel serve` is one process: run `carousel api --workers "
+            f"{workers}` and `carousel scheduler` beside it"
+        )
+    api = _app(parts)
     scheduling = _cycle(parts) if with_scheduler else None
     _room_for_connections(settings)
     with _listen(settings.host, settings.port) as sock:
         host, port = sock.getsockname()[:2]
         base = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
         what = "API and scheduler" if with_scheduler else "API"
-        out.print(f"carousel {what} listening on {base} (Tape REST: {base}/api/v1, docs: {base}/docs)")
+        processes = f", {workers} worker processes" if workers > 1 else ""
+        out.print(
+            f"carousel {what} listening on {base}{processes} (Tape REST: {base}/api/v1, docs: {base}/docs)"
+        )
         out.print(f"library: {_describe_library(parts)}", soft_wrap=True)
         out.print(f"database: {printable_url(settings.database_url)}")
         out.print(_describe_buffer(settings), soft_wrap=True)
         if settings.anonymous:
             out.print("anonymous access is on: anyone who can reach this address can stage files")
+        if workers > 1:
+            parts.engine.dispose()  # each worker has an engine of its own
+            run_workers(partial(api_worker, settings), sock, workers)
+            return
         server = uvicorn.Server(server_config(api, settings, parts.metrics))
         if scheduling is not None:
             scheduling[1].start()
@@ -178,6 +198,14 @@ def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
             if scheduling is not None:
                 scheduling[1].stop()
                 scheduling[0].close()  # gives up the leader lock: a standby takes over at once
+
+
+def api_worker(settings: Settings, sock: socket.socket, index: int) -> None:
+    """One of `carousel api --workers N`'s processes (carousel.cli.workers): the supervisor's settings, its
+    own engine, adapter, app and metrics, on the shared socket."""
+    with service_parts(settings) as parts:
+        server = uvicorn.Server(server_config(_app(parts), parts.settings, parts.metrics))
+        server.run(sockets=[sock])
 
 
 def _describe_buffer(settings: Settings) -> str:
