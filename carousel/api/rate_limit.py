@@ -2,7 +2,8 @@
 
 The buckets are rows (carousel.db.rate_queries), so every API process, on one host or several, takes from
 the same ones: a bucket per process would let N processes admit N times the rate. A call is admitted only
-when both its caller's and its group's buckets hold a token, and takes one from each, in one transaction.
+when both its caller's and its group's buckets hold a token, and takes one from each, in one transaction
+of one statement per bucket; a refusal rolls it back and reads the buckets to say how long to wait.
 The `limits` package was considered: its in-memory storage reads the system time itself, so it could not be
 tested in virtual time nor follow the service's clock; its Redis storage would be one more service to run.
 """
@@ -14,13 +15,20 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.db import rate_queries as q
-from carousel.db.transient_errors import retrying
+from carousel.db.rate_queries import ROUNDING
+from carousel.db.transient_errors import RETRY_AFTER_S, database_unavailable, retrying
 from carousel.domain.callers import Caller
 from carousel.domain.clock import Clock
-from carousel.domain.errors import TooManyRequests
+from carousel.domain.errors import TooManyRequests, Unavailable
+
+
+class _Refused(Exception):
+    """A bucket had no token: the charge's transaction is rolled back."""
+
 
 # Every this many charges a process forgets the buckets that are full again (no row is a full bucket).
 PRUNE_EVERY = 1000
@@ -40,7 +48,7 @@ class TokenBucket:
 
     def wait_s(self) -> float:
         """Seconds until one token is there (0: one is there now)."""
-        return 0.0 if self.tokens >= 1 else (1 - self.tokens) / self.rate
+        return 0.0 if self.tokens >= 1 - ROUNDING else (1 - self.tokens) / self.rate
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +97,17 @@ class RateLimiter:
         if not wanted:
             return
         now = self._clock.now()
-        # a deadlock or serialization failure on PostgreSQL is retried whole: the charge is only database work
-        wait_by_key = retrying()(self._take, wanted, now)
+        try:
+            # a deadlock or serialization failure is retried whole: the charge is only database work
+            wait_by_key = retrying()(self._take, wanted, now)
+        except SQLAlchemyError as exc:
+            # charged before the body is read (carousel.api.authenticate_first), outside the routes' own
+            # database error handling: the same 503 here
+            if not database_unavailable(exc):
+                raise
+            raise Unavailable(
+                "the database does not answer now; try again shortly", retry_after_s=RETRY_AFTER_S
+            ) from exc
         if wait_by_key:
             wait = max(wait_by_key.values())
             which = " and ".join(key.split(":", 1)[0] for key in wanted if key in wait_by_key)
@@ -102,20 +119,28 @@ class RateLimiter:
 
     def _take(self, wanted: dict[str, Rate], now: datetime) -> dict[str, float]:
         """One token from each bucket, or none and the wait of each bucket that has none."""
+        charges = [q.BucketCharge(key, rate.per_s, float(rate.burst)) for key, rate in sorted(wanted.items())]
+        try:
+            with self._session_factory() as session, session.begin():
+                for charge in charges:
+                    if not q.take_token(session, charge, now):
+                        raise _Refused  # rolls back: a refused call takes no token from any bucket
+            return {}
+        except _Refused:
+            pass
         with self._session_factory() as session, session.begin():
-            stored = q.locked_buckets(session, {key: float(rate.burst) for key, rate in wanted.items()}, now)
-            buckets = {
-                key: TokenBucket(rate.per_s, float(rate.burst), stored[key].tokens, stored[key].updated_at)
-                for key, rate in wanted.items()
-            }
-            for bucket in buckets.values():
-                bucket.refill(now)
-            waits = {key: bucket.wait_s() for key, bucket in buckets.items() if bucket.wait_s() > 0}
-            if not waits:
-                for bucket in buckets.values():
-                    bucket.tokens -= 1
-            q.store_buckets(session, {key: q.StoredBucket(b.tokens, b.updated) for key, b in buckets.items()})
-            return waits
+            stored = q.buckets(session, list(wanted))
+        waits: dict[str, float] = {}
+        for key, rate in wanted.items():
+            found = stored.get(key)
+            if found is None:
+                continue  # gone meanwhile: full
+            bucket = TokenBucket(rate.per_s, float(rate.burst), found.tokens, found.updated_at)
+            bucket.refill(now)
+            if bucket.wait_s() > 0:
+                waits[key] = bucket.wait_s()
+        # another call may have refilled past one token meanwhile: still refused, the shortest wait is 0+
+        return waits or {key: 1 / rate.per_s for key, rate in wanted.items()}
 
     def _maybe_prune(self, now: datetime) -> None:
         with self._counting:

@@ -1,22 +1,37 @@
 """Call-rate token buckets in the database: every API process, on every host, takes from the same ones.
 
-A charge is one short transaction of its own: the buckets it needs are made (full) when missing, locked in
-key order (two charges wait for each other, never deadlock; SQLite's one writer needs no row lock), read,
-and written back. No row stands for a full bucket, so rows idle long enough to have refilled are pruned.
+A charge is one statement per bucket, in one short transaction: an upsert that makes a missing bucket full,
+refills a present one to `now` and takes a token, but changes nothing when the refilled bucket holds less
+than one (PostgreSQL locks the row for the transaction; SQLite has one writer). Buckets are taken in key
+order, so two charges wait for each other and never deadlock. No row stands for a full bucket, so rows idle
+long enough to have refilled are pruned.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import ColumnElement, Float, delete, extract, func, literal, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from carousel.db.models import RateBucket
+from carousel.db.models import RateBucket, UtcDateTime
+
+B = RateBucket
+# A token counts when the bucket holds this much short of one: floating-point rounding of tokens + seconds
+# x rate must not refuse a call whose token is due to the microsecond.
+ROUNDING = 1e-6
+
+
+@dataclass(frozen=True, slots=True)
+class BucketCharge:
+    key: str
+    per_s: float
+    capacity: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,34 +40,42 @@ class StoredBucket:
     updated_at: datetime
 
 
-def locked_buckets(session: Session, full: Mapping[str, float], now: datetime) -> dict[str, StoredBucket]:
-    """The buckets of `full`'s keys, locked until the transaction ends; a missing one is made holding its
-    `full` tokens as of `now`."""
-    keys = sorted(full)
+def _seconds_since(dialect: str, now: ColumnElement[datetime]) -> ColumnElement[float]:
+    if dialect == "postgresql":
+        return cast(ColumnElement[float], extract("epoch", now - B.updated_at))
+    # SQLite keeps UTC text, and its date functions count milliseconds; julianday's days, a double near 2.5
+    # million, carry that to about 10 microseconds: rounded back to the millisecond
+    return func.round((func.julianday(now) - func.julianday(B.updated_at)) * 86_400.0, 3)
+
+
+def take_token(session: Session, charge: BucketCharge, now: datetime) -> bool:
+    """One token from the bucket (made full when missing, refilled to `now`); False, and nothing changed,
+    when it holds less than one."""
     dialect = session.get_bind().dialect.name
     insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
-    rows = [{"key": key, "tokens": full[key], "updated_at": now} for key in keys]
-    session.execute(insert(RateBucket).values(rows).on_conflict_do_nothing(index_elements=["key"]))
-    found = session.execute(
-        select(RateBucket.key, RateBucket.tokens, RateBucket.updated_at)
-        .where(RateBucket.key.in_(keys))
-        .order_by(RateBucket.key)
-        .with_for_update()
-    )
-    return {row.key: StoredBucket(row.tokens, row.updated_at) for row in found}
-
-
-def store_buckets(session: Session, buckets: Mapping[str, StoredBucket]) -> None:
-    for key in sorted(buckets):
-        bucket = buckets[key]
-        session.execute(
-            update(RateBucket)
-            .where(RateBucket.key == key)
-            .values(tokens=bucket.tokens, updated_at=bucket.updated_at)
+    least, greatest = (func.least, func.greatest) if dialect == "postgresql" else (func.min, func.max)
+    at = literal(now, UtcDateTime())
+    elapsed = greatest(literal(0.0, Float()), _seconds_since(dialect, at))
+    refilled = least(literal(charge.capacity, Float()), B.tokens + elapsed * charge.per_s)
+    statement = (
+        insert(B)
+        .values(key=charge.key, tokens=charge.capacity - 1, updated_at=now)
+        .on_conflict_do_update(
+            index_elements=[B.key],
+            set_={"tokens": refilled - 1, "updated_at": greatest(at, B.updated_at)},
+            where=refilled >= 1 - ROUNDING,
         )
+        .returning(B.key)
+    )
+    return session.execute(statement).first() is not None
+
+
+def buckets(session: Session, keys: Sequence[str]) -> dict[str, StoredBucket]:
+    found = session.execute(select(B.key, B.tokens, B.updated_at).where(B.key.in_(keys)))
+    return {row.key: StoredBucket(row.tokens, row.updated_at) for row in found}
 
 
 def prune_full_buckets(session: Session, idle_since: datetime) -> int:
     """Forget buckets untouched since `idle_since` (full again by now: no row means a full bucket)."""
-    result = session.execute(delete(RateBucket).where(RateBucket.updated_at < idle_since))
+    result = session.execute(delete(B).where(B.updated_at < idle_since))
     return int(getattr(result, "rowcount", 0) or 0)
