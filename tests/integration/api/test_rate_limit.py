@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.api.rate_limit import PRUNE_EVERY, Rate, RateLimiter
+from carousel.db.engine import make_engine, make_session_factory
 from carousel.db.models import RateBucket
+from carousel.db.transient_errors import RETRY_AFTER_S
 from carousel.domain.callers import Caller
 from carousel.domain.clock import ManualClock
-from carousel.domain.errors import TooManyRequests
+from carousel.domain.errors import TooManyRequests, Unavailable
 
 ALICE = Caller("alice", ("/star",))
 BOB = Caller("bob", ("/star",))
@@ -105,3 +109,22 @@ def test_buckets_full_again_are_forgotten(clock: ManualClock, session_factory: s
 def test_off_when_no_rate_is_set(clock: ManualClock, session_factory: sessionmaker[Session]) -> None:
     limiter = RateLimiter(caller=None, group=None, clock=clock, session_factory=session_factory)
     assert admitted(limiter, ALICE, 1000) == 1000
+
+
+def test_a_database_that_does_not_answer_is_unavailable_with_retry_after(clock: ManualClock) -> None:
+    """Charged before the body is read, outside the routes' database error handling: still a 503."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # nobody listens there once the socket is closed
+    engine = make_engine(
+        f"postgresql+psycopg://nobody@127.0.0.1:{port}/none", connect_args={"connect_timeout": 5}
+    )
+    try:
+        limiter = RateLimiter(
+            caller=Rate(1.0, 2), group=None, clock=clock, session_factory=make_session_factory(engine)
+        )
+        with pytest.raises(Unavailable) as refused:
+            limiter.charge(ALICE)
+        assert refused.value.retry_after_s == RETRY_AFTER_S
+    finally:
+        engine.dispose()
