@@ -26,6 +26,7 @@ import argparse
 import hashlib
 import os
 import random
+import re
 import secrets
 import signal
 import socket
@@ -271,6 +272,14 @@ def running_service(
         finally:
             for process in processes:
                 _stop(process)
+            # what the service said went wrong, before its directory goes (a 500 is explained there)
+            errors = [
+                line
+                for line in log.read_text(errors="replace").splitlines()
+                if "[error" in line or re.match(r"^[\w.]+(Error|Exception)\b", line)
+            ]
+            for line in errors[:20]:
+                print(f"service log: {line[:400]}", file=sys.stderr)
 
 
 def library_paths() -> list[str]:
