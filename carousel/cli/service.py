@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 
+import structlog
 import uvicorn
 from fastapi import FastAPI
 from sqlalchemy import Engine
@@ -118,8 +119,10 @@ def _cycle(parts: Parts) -> tuple[Cycle, CycleRunner]:
     return cycle, runner
 
 
-def _listen(host: str, port: int) -> socket.socket:
-    """The listening socket, bound before anything is announced, so a taken port is a clear one-line error."""
+def _listen(host: str, port: int, *, shared: bool = False, listen: bool = True) -> socket.socket:
+    """The listening socket, bound before anything is announced, so a taken port is a clear one-line error.
+    `shared`: SO_REUSEPORT, for the workers of `carousel api --workers N` (each its own socket on the port);
+    without `listen` the port is only reserved (the supervisor's, which takes no connection)."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -129,8 +132,11 @@ def _listen(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if shared:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(address)
-        sock.listen(LISTEN_BACKLOG)
+        if listen:
+            sock.listen(LISTEN_BACKLOG)
     except OSError as exc:
         sock.close()
         raise CliFailure(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
@@ -172,7 +178,7 @@ def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
     api = _app(parts)
     scheduling = _cycle(parts) if with_scheduler else None
     _room_for_connections(settings)
-    with _listen(settings.host, settings.port) as sock:
+    with _listen(settings.host, settings.port, shared=workers > 1, listen=workers == 1) as sock:
         host, port = sock.getsockname()[:2]
         base = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
         what = "API and scheduler" if with_scheduler else "API"
@@ -187,7 +193,7 @@ def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
             out.print("anonymous access is on: anyone who can reach this address can stage files")
         if workers > 1:
             parts.engine.dispose()  # each worker has an engine of its own
-            run_workers(partial(api_worker, settings), sock, workers)
+            run_workers(partial(api_worker, settings, host, port), workers)
             return
         server = uvicorn.Server(server_config(api, settings, parts.metrics))
         if scheduling is not None:
@@ -200,10 +206,13 @@ def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
                 scheduling[0].close()  # gives up the leader lock: a standby takes over at once
 
 
-def api_worker(settings: Settings, sock: socket.socket, index: int) -> None:
+def api_worker(settings: Settings, host: str, port: int, index: int) -> None:
     """One of `carousel api --workers N`'s processes (carousel.cli.workers): the supervisor's settings, its
-    own engine, adapter, app and metrics, on the shared socket."""
-    with service_parts(settings) as parts:
+    own engine, adapter, app and metrics, and its own socket on the supervisor's port."""
+    sock = _listen(host, port, shared=True)
+    with sock, service_parts(settings) as parts:
+        # every line this worker logs says which worker it is (the calls' tasks and threads inherit it)
+        structlog.contextvars.bind_contextvars(worker=index)
         server = uvicorn.Server(server_config(_app(parts), parts.settings, parts.metrics))
         server.run(sockets=[sock])
 
