@@ -122,6 +122,7 @@ class RateLimiter:
         charges = [q.BucketCharge(key, rate.per_s, float(rate.burst)) for key, rate in sorted(wanted.items())]
         try:
             with self._session_factory() as session, session.begin():
+                q.without_waiting_for_disk(session)
                 for charge in charges:
                     if not q.take_token(session, charge, now):
                         raise _Refused  # rolls back: a refused call takes no token from any bucket
