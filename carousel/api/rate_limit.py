@@ -140,7 +140,8 @@ class RateLimiter:
             bucket.refill(now)
             if bucket.wait_s() > 0:
                 waits[key] = bucket.wait_s()
-        # another call may have refilled past one token meanwhile: still refused, the shortest wait is 0+
+        # the buckets moved on between the two transactions (refilled, or a full one pruned): the call stays
+        # refused, told to wait one token's time
         return waits or {key: 1 / rate.per_s for key, rate in wanted.items()}
 
     def _maybe_prune(self, now: datetime) -> None:

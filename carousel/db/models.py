@@ -86,7 +86,7 @@ class StageRequest(Base):
     started_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     completed_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     deleted_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
-    # bumped by intake's writes that change the status (cancel, release, delete): a cached status document is
+    # bumped by intake's writes that change the status (cancel, delete): a cached status document is
     # checked against it on every call, in every API process (carousel.api.status_cache)
     status_version: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
 

@@ -1,6 +1,7 @@
 """State that several API processes share: call-rate buckets in the database (`rate_buckets`), and a
 request's `status_version`, bumped by every write of intake that changes what its status shows (cancel,
-release, delete), so that a process's cached status document is checked against it on every call.
+delete; a release changes no state), so that a process's cached status document is checked against it on
+every call.
 
 Revision ID: 0011
 Revises: 0008
