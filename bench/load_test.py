@@ -11,7 +11,11 @@ deadline by one call, and a slow machine still measures both calls), and every c
 
 The baseline, measured first in the same run against the same service: one client alone.
 
-Run: .venv/bin/python -m bench.load_test [--clients 200] [--duration 60] [--baseline 10]
+With --workers 1,2 the service is `carousel api --workers N` beside one `carousel scheduler`, measured for
+each N in turn (each on a fresh database, baseline then load), and the calls per second of each N are
+printed as a ratio to the first's.
+
+Run: .venv/bin/python -m bench.load_test [--clients 200] [--duration 60] [--baseline 10] [--workers 1,2]
 (PostgreSQL admin URL from CAROUSEL_BENCH_DATABASE_URL, default postgresql+psycopg://postgres@127.0.0.1:5432/
 postgres; a throwaway database is created and dropped.) Exit status 1 if any call failed.
 """
@@ -22,6 +26,7 @@ import argparse
 import hashlib
 import os
 import random
+import re
 import secrets
 import signal
 import socket
@@ -92,7 +97,13 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def _client(
-    http: httpx.AsyncClient, token: str, paths: list[str], seed: int, deadline: float, tally: Tally
+    http: httpx.AsyncClient,
+    token: str,
+    paths: list[str],
+    seed: int,
+    deadline: float,
+    tally: Tally,
+    poll_interval_s: float,
 ) -> None:
     rng = random.Random(seed)
     headers = {"Authorization": f"Bearer {token}"}
@@ -112,7 +123,7 @@ async def _client(
         for poll in range(MAX_POLLS):
             if poll and time.monotonic() >= deadline:
                 return
-            await anyio.sleep(min(POLL_INTERVAL_S, max(0.0, deadline - time.monotonic())))
+            await anyio.sleep(min(poll_interval_s, max(0.0, deadline - time.monotonic())))
             started = time.perf_counter()
             try:
                 response = await http.get(f"/api/v1/stage/{request_id}", headers=headers)
@@ -127,7 +138,13 @@ async def _client(
                 break
 
 
-def run_clients(base_url: str, tokens: list[str], paths: list[str], duration_s: float) -> Tally:
+def run_clients(
+    base_url: str,
+    tokens: list[str],
+    paths: list[str],
+    duration_s: float,
+    poll_interval_s: float = POLL_INTERVAL_S,
+) -> Tally:
     """len(tokens) clients for duration_s, each with its own token; returns what they measured."""
     tally = Tally()
 
@@ -141,7 +158,7 @@ def run_clients(base_url: str, tokens: list[str], paths: list[str], duration_s: 
             deadline = time.monotonic() + duration_s
             async with anyio.create_task_group() as group:
                 for index, token in enumerate(tokens):
-                    group.start_soon(_client, http, token, paths, index, deadline, tally)
+                    group.start_soon(_client, http, token, paths, index, deadline, tally, poll_interval_s)
 
     started = time.monotonic()
     anyio.run(run)
@@ -214,10 +231,22 @@ def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
     raise RuntimeError(f"carousel serve was not ready within {START_TIMEOUT_S:g} s:\n{log.read_text()}")
 
 
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 @contextmanager
-def running_service(database_url: URL, tokens: list[str], command: str = "serve") -> Iterator[str]:
+def running_service(
+    database_url: URL, tokens: list[str], command: str = "serve", workers: int | None = None
+) -> Iterator[str]:
     """`carousel db upgrade` and `carousel <command>` (serve: API and scheduler; api: the API alone) on a
-    free loopback port; yields its base URL."""
+    free loopback port; yields its base URL. With `workers`: `carousel api --workers N` and a `carousel
+    scheduler` beside it."""
     carousel = str(Path(sys.executable).with_name("carousel"))
     with tempfile.TemporaryDirectory(prefix="carousel-load-") as tmp:
         directory = Path(tmp)
@@ -228,20 +257,29 @@ def running_service(database_url: URL, tokens: list[str], command: str = "serve"
         env["CAROUSEL_CONFIG"] = str(_config(directory, database_url, port, tokens))
         env["CAROUSEL_BUFFER__ENABLED"] = "false"  # the load is on intake; its catalogue holds multi-GB files
         subprocess.run([carousel, "db", "upgrade"], env=env, check=True, capture_output=True, timeout=120)
+        commands = [[carousel, command]]
+        if workers is not None:
+            commands = [[carousel, "api", "--workers", str(workers)], [carousel, "scheduler"]]
+        processes: list[subprocess.Popen[bytes]] = []
         log = directory / "serve.log"
-        with log.open("wb") as sink:
-            process = subprocess.Popen([carousel, command], env=env, stdout=sink, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
         try:
-            _wait_ready(url, process, log)
+            with log.open("wb") as sink:
+                for argv in commands:
+                    processes.append(subprocess.Popen(argv, env=env, stdout=sink, stderr=subprocess.STDOUT))
+            url = f"http://127.0.0.1:{port}"
+            _wait_ready(url, processes[0], log)
             yield url
         finally:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            for process in processes:
+                _stop(process)
+            # what the service said went wrong, before its directory goes (a 500 is explained there)
+            errors = [
+                line
+                for line in log.read_text(errors="replace").splitlines()
+                if "[error" in line or re.match(r"^[\w.]+(Error|Exception)\b", line)
+            ]
+            for line in errors[:20]:
+                print(f"service log: {line[:400]}", file=sys.stderr)
 
 
 def library_paths() -> list[str]:
@@ -253,15 +291,24 @@ def library_paths() -> list[str]:
 
 
 def run_load(
-    clients: int, duration_s: float, baseline_s: float, admin_url: URL | None = None, command: str = "serve"
+    clients: int,
+    duration_s: float,
+    baseline_s: float,
+    admin_url: URL | None = None,
+    command: str = "serve",
+    workers: int | None = None,
+    poll_interval_s: float = POLL_INTERVAL_S,
 ) -> tuple[Tally, Tally]:
     """The baseline (one client for baseline_s), then `clients` clients for duration_s, on one service."""
     admin_url = admin_url or make_url(os.environ.get(ADMIN_URL_ENV, DEFAULT_ADMIN_URL))
     tokens = [secrets.token_urlsafe(24) for _ in range(clients)]
     paths = library_paths()
-    with throwaway_database(admin_url) as database_url, running_service(database_url, tokens, command) as url:
-        baseline = run_clients(url, tokens[:1], paths, baseline_s)
-        loaded = run_clients(url, tokens, paths, duration_s)
+    with (
+        throwaway_database(admin_url) as database_url,
+        running_service(database_url, tokens, command, workers) as url,
+    ):
+        baseline = run_clients(url, tokens[:1], paths, baseline_s, poll_interval_s)
+        loaded = run_clients(url, tokens, paths, duration_s, poll_interval_s)
     return baseline, loaded
 
 
@@ -277,6 +324,16 @@ def _line(label: str, tally: Tally) -> str:
     return "\n".join(parts)
 
 
+def _worker_counts(text: str) -> list[int]:
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: worker counts separated by commas, e.g. 1,2") from None
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: each worker count is at least 1")
+    return counts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -290,16 +347,44 @@ def main(argv: list[str] | None = None) -> int:
         default="serve",
         help="api: without the scheduler, for comparison",
     )
+    parser.add_argument(
+        "--workers",
+        type=_worker_counts,
+        default=None,
+        help="e.g. 1,2: `carousel api --workers N` beside `carousel scheduler`, for each N in turn",
+    )
+    parser.add_argument(
+        "--poll-interval", type=float, default=POLL_INTERVAL_S, help="seconds between a client's polls"
+    )
     args = parser.parse_args(argv)
-    baseline, loaded = run_load(args.clients, args.duration, args.baseline, command=args.command)
-    print(_line("baseline, 1 client", baseline))
-    print(_line(f"load, {args.clients} clients", loaded))
-    for q in (50, 99):
-        ratio = percentile(loaded.all_latencies(), q) / percentile(baseline.all_latencies(), q)
-        print(f"p{q} under load / p{q} of one client: {ratio:.2f}")
-    for sample in baseline.error_samples + loaded.error_samples:
-        print(f"error: {sample}", file=sys.stderr)
-    return 1 if baseline.errors or loaded.errors else 0
+    runs: list[tuple[str, Tally, Tally]] = []
+    for workers in args.workers or [None]:
+        baseline, loaded = run_load(
+            args.clients,
+            args.duration,
+            args.baseline,
+            command=args.command,
+            workers=workers,
+            poll_interval_s=args.poll_interval,
+        )
+        label = f"api --workers {workers}" if workers is not None else args.command
+        runs.append((label, baseline, loaded))
+        print(_line(f"{label}: baseline, 1 client", baseline))
+        print(_line(f"{label}: load, {args.clients} clients", loaded))
+        for q in (50, 99):
+            ratio = percentile(loaded.all_latencies(), q) / percentile(baseline.all_latencies(), q)
+            print(f"{label}: p{q} under load / p{q} of one client: {ratio:.2f}")
+        sys.stdout.flush()
+    first_label, _, first = runs[0]
+    for label, _, loaded in runs[1:]:
+        ratio = (loaded.calls / loaded.elapsed_s) / (first.calls / first.elapsed_s)
+        print(f"calls/s under load, {label} / {first_label}: {ratio:.2f}")
+    errors = 0
+    for _, baseline, loaded in runs:
+        for sample in baseline.error_samples + loaded.error_samples:
+            print(f"error: {sample}", file=sys.stderr)
+        errors += baseline.errors + loaded.errors
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":

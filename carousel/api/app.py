@@ -62,7 +62,7 @@ def create_app(
         session_factory=session_factory,
         status_cache=status_cache,
     )
-    install_auth(app.state, settings, clock)
+    install_auth(app.state, settings, clock, session_factory)
     install_problem_handlers(app)
     app.include_router(health.router)
     app.include_router(tape_rest.discovery)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Annotated
 
 from fastapi import Depends, Request
+from sqlalchemy.orm import Session, sessionmaker
 from starlette.datastructures import State
 
 from carousel.api.rate_limit import Rate, RateLimiter
@@ -21,14 +22,18 @@ from carousel.domain.clock import Clock
 CALLER_IN_SCOPE = "carousel.caller"
 
 
-def install_auth(state: State, settings: Settings, clock: Clock) -> None:
-    """Put the authenticator and the rate limiter on the app's state (a ConfigError for bad settings)."""
+def install_auth(
+    state: State, settings: Settings, clock: Clock, session_factory: sessionmaker[Session]
+) -> None:
+    """Put the authenticator and the rate limiter (its buckets in the database, shared by every API
+    process) on the app's state (a ConfigError for bad settings)."""
     quotas = settings.quotas
     state.authenticator = Authenticator(settings.auth, anonymous=settings.anonymous, clock=clock)
     state.rate_limiter = RateLimiter(
         caller=Rate(quotas.caller_calls_per_s, quotas.caller_burst) if quotas.caller_calls_per_s else None,
         group=Rate(quotas.group_calls_per_s, quotas.group_burst) if quotas.group_calls_per_s else None,
         clock=clock,
+        session_factory=session_factory,
     )
 
 

@@ -33,6 +33,7 @@ from carousel.api.native_schemas import (
 from carousel.api.outlook import outlook_of
 from carousel.api.problems import PROBLEM_JSON
 from carousel.db.engine import transaction
+from carousel.db.outlook_queries import request_work
 from carousel.domain.states import RequestState, TapeRestState
 from carousel.intake import cancel as cancel_case
 from carousel.intake import release as release_case
@@ -155,8 +156,11 @@ def get_request(
     with transaction(context.session_factory) as session:
         resolved = resolve_request_id(session, caller, request_id)
         summary = _summary_out(status_case.summary(session, caller, resolved))
-    if summary.request.state == RequestState.ACTIVE.value:
-        found = outlook_of(request, resolved, summary.request.created_at)
+        active = summary.request.state == RequestState.ACTIVE.value
+        # the request's own pending work, read here: one transaction a call rather than two
+        work = request_work(session, resolved, context.clock.now()) if active else None
+    if work is not None:
+        found = outlook_of(request, resolved, summary.request.created_at, work)
         summary.outlook = OutlookOut.of(found) if found is not None else None
     return summary
 

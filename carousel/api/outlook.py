@@ -10,6 +10,7 @@ from datetime import datetime
 from fastapi import Request
 
 from carousel.api.context import app_context
+from carousel.domain.queue import RequestWork
 from carousel.outlook.live import live_projection, outlook_now
 from carousel.outlook.request_outlook import RequestOutlook
 from carousel.outlook.shared import SharedProjection
@@ -41,9 +42,17 @@ def shared_projection(request: Request) -> SharedProjection:
     return shared
 
 
-def outlook_of(request: Request, request_id: str, created_at: datetime) -> RequestOutlook | None:
-    """The request's outlook (carousel.outlook.live.outlook_now) from the app's shared projection."""
+def outlook_of(
+    request: Request, request_id: str, created_at: datetime, work: RequestWork | None = None
+) -> RequestOutlook | None:
+    """The request's outlook (carousel.outlook.live.outlook_now) from the app's shared projection; `work`
+    when the route has read the request's pending work already."""
     context = app_context(request)
     return outlook_now(
-        shared_projection(request), context.session_factory, context.clock, request_id, created_at
+        shared_projection(request),
+        context.session_factory,
+        context.clock,
+        request_id,
+        created_at,
+        work=work,
     )

@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from carousel.auth.errors import Challenged
-from carousel.domain.errors import DomainError, TooManyRequests, Unauthorized
+from carousel.domain.errors import DomainError, TooManyRequests, Unauthorized, Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def _validation_problem(exc: RequestValidationError) -> JSONResponse:
 def domain_problem(exc: DomainError, headers: Mapping[str, str] | None = None) -> JSONResponse:
     """A domain error's answer, with the headers its kind calls for (Retry-After, WWW-Authenticate)."""
     added: dict[str, str] = dict(headers or {})
-    if isinstance(exc, TooManyRequests):
+    if isinstance(exc, TooManyRequests) or (isinstance(exc, Unavailable) and exc.retry_after_s is not None):
         added["Retry-After"] = str(exc.retry_after_s)
     if isinstance(exc, Challenged):
         added["WWW-Authenticate"] = exc.challenge  # RFC 6750: what the client should do

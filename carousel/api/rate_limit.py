@@ -1,21 +1,37 @@
-"""Call rates per caller and per group: token buckets on the injected clock.
+"""Call rates per caller and per group: token buckets on the injected clock, kept in the database.
 
-The `limits` package was considered: its in-memory storage reads the system time itself, so it could not
-be tested in virtual time nor follow the service's clock; a token bucket is a few lines. A call is
-admitted only when both its caller's and its group's buckets hold a token, and takes one from each.
+The buckets are rows (carousel.db.rate_queries), so every API process, on one host or several, takes from
+the same ones: a bucket per process would let N processes admit N times the rate. A call is admitted only
+when both its caller's and its group's buckets hold a token, and takes one from each, in one transaction
+of one statement per bucket; a refusal rolls it back and reads the buckets to say how long to wait.
+The `limits` package was considered: its in-memory storage reads the system time itself, so it could not be
+tested in virtual time nor follow the service's clock; its Redis storage would be one more service to run.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from carousel.db import rate_queries as q
+from carousel.db.rate_queries import ROUNDING
+from carousel.db.transient_errors import RETRY_AFTER_S, database_unavailable, retrying
 from carousel.domain.callers import Caller
 from carousel.domain.clock import Clock
-from carousel.domain.errors import TooManyRequests
+from carousel.domain.errors import TooManyRequests, Unavailable
+
+
+class _Refused(Exception):
+    """A bucket had no token: the charge's transaction is rolled back."""
+
+
+# Every this many charges a process forgets the buckets that are full again (no row is a full bucket).
+PRUNE_EVERY = 1000
 
 
 @dataclass(slots=True)
@@ -28,11 +44,11 @@ class TokenBucket:
     def refill(self, now: datetime) -> None:
         elapsed = max(0.0, (now - self.updated).total_seconds())
         self.tokens = min(self.capacity, self.tokens + elapsed * self.rate)
-        self.updated = max(now, self.updated)
+        self.updated = max(now, self.updated)  # a process whose clock is behind adds nothing
 
     def wait_s(self) -> float:
         """Seconds until one token is there (0: one is there now)."""
-        return 0.0 if self.tokens >= 1 else (1 - self.tokens) / self.rate
+        return 0.0 if self.tokens >= 1 - ROUNDING else (1 - self.tokens) / self.rate
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,20 +56,29 @@ class Rate:
     per_s: float
     burst: int
 
+    @property
+    def refilled_s(self) -> float:
+        """Seconds an empty bucket takes to be full again."""
+        return self.burst / self.per_s
+
 
 class RateLimiter:
-    """Buckets by key ("caller:<name>", "group:<name>"), the least recently used forgotten past
-    `max_keys` (a forgotten key starts again with a full bucket)."""
+    """Buckets by key ("caller:<name>", "group:<name>") in the database of `session_factory`."""
 
     def __init__(
-        self, *, caller: Rate | None, group: Rate | None, clock: Clock, max_keys: int = 100_000
+        self,
+        *,
+        caller: Rate | None,
+        group: Rate | None,
+        clock: Clock,
+        session_factory: sessionmaker[Session],
     ) -> None:
         self._caller = caller
         self._group = group
         self._clock = clock
-        self._max_keys = max_keys
-        self._buckets: OrderedDict[str, TokenBucket] = OrderedDict()
-        self._lock = threading.Lock()
+        self._session_factory = session_factory
+        self._charges = 0
+        self._counting = threading.Lock()
 
     @property
     def active(self) -> bool:
@@ -63,39 +88,68 @@ class RateLimiter:
         """Take one call from the caller's and its group's buckets, or TooManyRequests (nothing taken)."""
         if not self.active:
             return
-        now = self._clock.now()
-        wanted: list[tuple[str, Rate]] = []
+        wanted: dict[str, Rate] = {}
         if self._caller is not None:
-            wanted.append(("caller:" + caller.name, self._caller))
+            wanted["caller:" + caller.name] = self._caller
         group = caller.limit_group  # None: a caller without a group is limited per caller only
         if self._group is not None and group is not None:
-            wanted.append(("group:" + group, self._group))
+            wanted["group:" + group] = self._group
         if not wanted:
             return
-        with self._lock:
-            buckets = [self._bucket(key, rate, now) for key, rate in wanted]
-            wait = max(bucket.wait_s() for bucket in buckets)
-            if wait > 0:
-                which = " and ".join(
-                    key.split(":", 1)[0]
-                    for (key, _), b in zip(wanted, buckets, strict=True)
-                    if b.wait_s() > 0
-                )
-                raise TooManyRequests(
-                    f"too many calls: the {which} rate limit is reached; retry in {wait:.1f} s",
-                    retry_after_s=max(1, math.ceil(wait)),
-                )
-            for bucket in buckets:
-                bucket.tokens -= 1
+        now = self._clock.now()
+        try:
+            # a deadlock or serialization failure is retried whole: the charge is only database work
+            wait_by_key = retrying()(self._take, wanted, now)
+        except SQLAlchemyError as exc:
+            # charged before the body is read (carousel.api.authenticate_first), outside the routes' own
+            # database error handling: the same 503 here
+            if not database_unavailable(exc):
+                raise
+            raise Unavailable(
+                "the database does not answer now; try again shortly", retry_after_s=RETRY_AFTER_S
+            ) from exc
+        if wait_by_key:
+            wait = max(wait_by_key.values())
+            which = " and ".join(key.split(":", 1)[0] for key in wanted if key in wait_by_key)
+            raise TooManyRequests(
+                f"too many calls: the {which} rate limit is reached; retry in {wait:.1f} s",
+                retry_after_s=max(1, math.ceil(wait)),
+            )
+        self._maybe_prune(now)
 
-    def _bucket(self, key: str, rate: Rate, now: datetime) -> TokenBucket:
-        bucket = self._buckets.get(key)
-        if bucket is None:
-            bucket = TokenBucket(rate.per_s, float(rate.burst), float(rate.burst), now)
-            self._buckets[key] = bucket
-            if len(self._buckets) > self._max_keys:
-                self._buckets.popitem(last=False)
-        else:
-            self._buckets.move_to_end(key)
+    def _take(self, wanted: dict[str, Rate], now: datetime) -> dict[str, float]:
+        """One token from each bucket, or none and the wait of each bucket that has none."""
+        charges = [q.BucketCharge(key, rate.per_s, float(rate.burst)) for key, rate in sorted(wanted.items())]
+        try:
+            with self._session_factory() as session, session.begin():
+                q.without_waiting_for_disk(session)
+                for charge in charges:
+                    if not q.take_token(session, charge, now):
+                        raise _Refused  # rolls back: a refused call takes no token from any bucket
+            return {}
+        except _Refused:
+            pass
+        with self._session_factory() as session, session.begin():
+            stored = q.buckets(session, list(wanted))
+        waits: dict[str, float] = {}
+        for key, rate in wanted.items():
+            found = stored.get(key)
+            if found is None:
+                continue  # gone meanwhile: full
+            bucket = TokenBucket(rate.per_s, float(rate.burst), found.tokens, found.updated_at)
             bucket.refill(now)
-        return bucket
+            if bucket.wait_s() > 0:
+                waits[key] = bucket.wait_s()
+        # the buckets moved on between the two transactions (refilled, or a full one pruned): the call stays
+        # refused, told to wait one token's time
+        return waits or {key: 1 / rate.per_s for key, rate in wanted.items()}
+
+    def _maybe_prune(self, now: datetime) -> None:
+        with self._counting:
+            self._charges += 1
+            due = self._charges % PRUNE_EVERY == 0
+        if not due:
+            return
+        longest = max(rate.refilled_s for rate in (self._caller, self._group) if rate is not None)
+        with self._session_factory() as session, session.begin():
+            q.prune_full_buckets(session, now - timedelta(seconds=longest))

@@ -28,6 +28,16 @@ _ACCEPTABLE = re.compile(r"^[A-Za-z0-9._:@/+=-]{1,128}$")
 UNMATCHED = "unmatched"  # the route label of requests no route matched (404s)
 # Asked every few seconds by probes and scrapers: logged at DEBUG, so INFO shows what people and clients do.
 FREQUENT = frozenset({"/healthz", "/readyz", "/metrics"})
+# Status polls, answered: every client asks every second or so (gfal2, FTS), and a line per poll was a
+# measurable share of a poll's cost and of the log. Logged at DEBUG too; refusals and errors stay at INFO.
+POLLS = frozenset(
+    {
+        "/api/v1/stage/{request_id}",
+        "/api/v1/stage/{request_id}/",
+        "/api/native/v1/requests/{request_id}",
+        "/api/native/v1/requests/{request_id}/files",
+    }
+)
 
 
 def request_id_from(headers: Headers) -> str:
@@ -68,6 +78,10 @@ class RequestContext:
         method = str(scope.get("method", "?"))
         self.metrics.http_requests.labels(method=method, route=route, status=str(status)).inc()
         self.metrics.http_seconds.labels(method=method, route=route).observe(elapsed_s)
+        quiet = status < 400 and (route in FREQUENT or (route in POLLS and method == "GET"))
+        level = logging.DEBUG if quiet else logging.INFO
+        if not log.isEnabledFor(level):  # nothing built for a line that is not written
+            return
         fields = {
             "method": method,
             "path": scope.get("path"),
@@ -75,5 +89,4 @@ class RequestContext:
             "status": status,
             "elapsed_ms": round(elapsed_s * 1000, 1),
         }
-        level = logging.DEBUG if route in FREQUENT and status < 400 else logging.INFO
         log.log(level, "http request", extra=fields)

@@ -31,6 +31,7 @@ from carousel.api.tape_rest_schemas import (
     StageIn,
     StageStatusOut,
 )
+from carousel.db.models import StageRequest
 from carousel.domain.callers import Caller
 from carousel.intake import archive_info as archive_info_case
 from carousel.intake import cancel as cancel_case
@@ -125,8 +126,10 @@ def stage(
     return StageCreated(requestId=request_id)
 
 
-def _status_document(session: Session, caller: Caller, request_id: str) -> tuple[bytes, int]:
-    document = status_case.request_status_document(session, caller, request_id)
+def _status_document(
+    session: Session, caller: Caller, request_id: str, request: StageRequest | None = None
+) -> tuple[bytes, int]:
+    document = status_case.request_status_document(session, caller, request_id, request=request)
     info = document.request
     head: dict[str, Any] = {
         "id": info.id,
@@ -158,11 +161,15 @@ def _cache_owner(caller: Caller) -> str:
 @router.get("/stage/{request_id}", response_model=StageStatusOut)
 @router.get("/stage/{request_id}/", response_model=StageStatusOut, include_in_schema=False)
 def stage_status(request_id: str, context: Context, session: DbSession, caller: CurrentCaller) -> Response:
+    # read on every call, cached or not: a document another process's cancel or delete made stale is never
+    # answered (carousel.api.status_cache)
+    request = status_case.status_request(session, caller, request_id)
     body = context.status_cache.get_or_render(
         _cache_owner(caller),
         request_id,
-        partial(_status_document, session, caller, request_id),
+        partial(_status_document, session, caller, request_id, request),
         partial(_status_document_apart, context, caller, request_id),
+        version=status_case.status_version(request),
     )
     return Response(body, media_type="application/json")
 

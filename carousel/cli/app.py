@@ -124,12 +124,20 @@ def serve(host: HostOption = None, port: PortOption = None) -> None:
         serve_http(parts, with_scheduler=True)
 
 
+WorkersOption = Annotated[
+    int | None,
+    typer.Option(
+        "--workers", min=1, max=64, help="processes serving the port (settings: api_workers; default 1)"
+    ),
+]
+
+
 @app.command("api")
-def api_only(host: HostOption = None, port: PortOption = None) -> None:
+def api_only(host: HostOption = None, port: PortOption = None, workers: WorkersOption = None) -> None:
     """The API alone (run `carousel scheduler` beside it)."""
     from carousel.cli.service import serve_http, service_parts  # noqa: PLC0415 - see scheduler
 
-    with service_parts(_settings(host=host, port=port)) as parts:
+    with service_parts(_settings(host=host, port=port, api_workers=workers)) as parts:
         serve_http(parts, with_scheduler=False)
 
 

@@ -13,8 +13,11 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 
+import structlog
 import uvicorn
+from fastapi import FastAPI
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -22,6 +25,7 @@ from carousel.api.app import create_app
 from carousel.api.http_server import OPEN_FILES_RESERVE, open_files_for, server_config
 from carousel.buffer.layout import BufferLayout, BufferUnwritable
 from carousel.cli.console import CliFailure, err, out
+from carousel.cli.workers import run_workers
 from carousel.config import Settings, buffer_directory
 from carousel.db.engine import make_session_factory, open_database, printable_url
 from carousel.domain.clock import Clock, SystemClock
@@ -115,8 +119,10 @@ def _cycle(parts: Parts) -> tuple[Cycle, CycleRunner]:
     return cycle, runner
 
 
-def _listen(host: str, port: int) -> socket.socket:
-    """The listening socket, bound before anything is announced, so a taken port is a clear one-line error."""
+def _listen(host: str, port: int, *, shared: bool = False, listen: bool = True) -> socket.socket:
+    """The listening socket, bound before anything is announced, so a taken port is a clear one-line error.
+    `shared`: SO_REUSEPORT, for the workers of `carousel api --workers N` (each its own socket on the port);
+    without `listen` the port is only reserved (the supervisor's, which takes no connection)."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -126,8 +132,11 @@ def _listen(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if shared:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(address)
-        sock.listen(LISTEN_BACKLOG)
+        if listen:
+            sock.listen(LISTEN_BACKLOG)
     except OSError as exc:
         sock.close()
         raise CliFailure(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
@@ -148,27 +157,44 @@ def _room_for_connections(settings: Settings) -> None:
         )
 
 
-def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
-    settings = parts.settings
-    api = create_app(
-        settings,
+def _app(parts: Parts) -> FastAPI:
+    return create_app(
+        parts.settings,
         adapter=parts.adapter,
         clock=parts.clock,
         session_factory=parts.session_factory,
         metrics=parts.metrics,
     )
+
+
+def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
+    settings = parts.settings
+    workers = settings.api_workers
+    if with_scheduler and workers > 1:
+        raise CliFailure(
+            f"api_workers is {workers}, but `carousel serve` is one process: run `carousel api --workers "
+            f"{workers}` and `carousel scheduler` beside it"
+        )
+    api = _app(parts)
     scheduling = _cycle(parts) if with_scheduler else None
     _room_for_connections(settings)
-    with _listen(settings.host, settings.port) as sock:
+    with _listen(settings.host, settings.port, shared=workers > 1, listen=workers == 1) as sock:
         host, port = sock.getsockname()[:2]
         base = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
         what = "API and scheduler" if with_scheduler else "API"
-        out.print(f"carousel {what} listening on {base} (Tape REST: {base}/api/v1, docs: {base}/docs)")
+        processes = f", {workers} worker processes" if workers > 1 else ""
+        out.print(
+            f"carousel {what} listening on {base}{processes} (Tape REST: {base}/api/v1, docs: {base}/docs)"
+        )
         out.print(f"library: {_describe_library(parts)}", soft_wrap=True)
         out.print(f"database: {printable_url(settings.database_url)}")
         out.print(_describe_buffer(settings), soft_wrap=True)
         if settings.anonymous:
             out.print("anonymous access is on: anyone who can reach this address can stage files")
+        if workers > 1:
+            parts.engine.dispose()  # each worker has an engine of its own
+            run_workers(partial(api_worker, settings, host, port), workers)
+            return
         server = uvicorn.Server(server_config(api, settings, parts.metrics))
         if scheduling is not None:
             scheduling[1].start()
@@ -178,6 +204,17 @@ def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
             if scheduling is not None:
                 scheduling[1].stop()
                 scheduling[0].close()  # gives up the leader lock: a standby takes over at once
+
+
+def api_worker(settings: Settings, host: str, port: int, index: int) -> None:
+    """One of `carousel api --workers N`'s processes (carousel.cli.workers): the supervisor's settings, its
+    own engine, adapter, app and metrics, and its own socket on the supervisor's port."""
+    sock = _listen(host, port, shared=True)
+    with sock, service_parts(settings) as parts:
+        # every line this worker logs says which worker it is (the calls' tasks and threads inherit it)
+        structlog.contextvars.bind_contextvars(worker=index)
+        server = uvicorn.Server(server_config(_app(parts), parts.settings, parts.metrics))
+        server.run(sockets=[sock])
 
 
 def _describe_buffer(settings: Settings) -> str:

@@ -216,6 +216,8 @@ class Settings(BaseSettings):
     database_url: str = Field(default="", repr=False)
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
+    # Processes of `carousel api` serving the one port (docs/operations.md, "Several API processes").
+    api_workers: int = Field(default=1, ge=1, le=64)
     site_name: str = "carousel"
     site_description: str = "carousel tape staging service"
     # Base URL announced by the discovery document; None: the scheme, host and port the client used.

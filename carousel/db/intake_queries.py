@@ -6,6 +6,7 @@ share files always take row locks in the same order (no deadlocks between them o
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
@@ -16,6 +17,7 @@ from sqlalchemy import (
     ColumnElement,
     Integer,
     Select,
+    String,
     Table,
     Text,
     and_,
@@ -34,6 +36,7 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import BindParameter
 
 from carousel.db.link_start import recall_started, started_of_recall_in_flight
 from carousel.db.models import QueuedFileRow, RequestAlias, RequestFile, StageRequest, UtcDateTime
@@ -324,7 +327,19 @@ def mark_request_deleted(session: Session, request_id: str, now: datetime) -> No
             state=RequestState.DELETED.value,
             deleted_at=now,
             completed_at=func.coalesce(REQUESTS.c.completed_at, now),
+            status_version=REQUESTS.c.status_version + 1,
         )
+    )
+
+
+def bump_status_version(session: Session, request_id: str) -> None:
+    """The request's status changed by intake's hand (a cancel): every API process's cached document of
+    it is stale from this commit on (carousel.api.status_cache). Rows of requests are locked last
+    (db/lock_order.py), as here: after the links and files the cancel touched."""
+    session.execute(
+        update(REQUESTS)
+        .where(REQUESTS.c.id == request_id)
+        .values(status_version=REQUESTS.c.status_version + 1)
     )
 
 
@@ -472,7 +487,7 @@ def client_state_expression() -> ColumnElement[str]:
     )
 
 
-def link_status_query(request_id: str) -> Select[Any]:
+def link_status_query(request_id: str | BindParameter[str]) -> Select[Any]:
     """One row per file of the request, in the client's order."""
     pending = LINKS.c.state == LinkState.PENDING.value
     return (
@@ -510,8 +525,16 @@ def status_files_json(session: Session, request_id: str) -> str:
     """The request's files as the Tape REST API lists them, a JSON array rendered by the database in one
     query: {"path", "state", "error" (FAILED only), "startedAt", "finishedAt" (epoch seconds, when known)}.
     Big requests are polled often; this keeps the work out of the service's Python (and its GIL)."""
-    dialect = session.get_bind().dialect.name
-    rows = link_status_query(request_id).subquery()
+    statement = _status_json_statement(session.get_bind().dialect.name)
+    return session.scalar(statement, {"request_id": request_id}) or "[]"
+
+
+@functools.cache
+def _status_json_statement(dialect: str) -> Select[Any]:
+    """status_files_json's statement, built once per dialect with the request id bound at execution:
+    building it took longer than running it (SQLAlchemy caches the compiled SQL, not the Python construct,
+    and a 100-file status is polled every second by every client)."""
+    rows = link_status_query(bindparam("request_id", type_=String)).subquery()
     state = rows.c.client_state
     final = [TapeRestState.COMPLETED.value, TapeRestState.FAILED.value, TapeRestState.CANCELLED.value]
     members = (
@@ -533,7 +556,7 @@ def status_files_json(session: Session, request_id: str) -> str:
     else:
         # json_patch drops the members whose value is null; the subquery is already in the client's order.
         document = func.json_group_array(func.json_patch("{}", func.json_object(*members)))
-    return session.scalar(select(func.coalesce(document, "[]"))) or "[]"
+    return select(func.coalesce(document, "[]"))
 
 
 def link_status_page(

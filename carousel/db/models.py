@@ -13,6 +13,7 @@ from sqlalchemy import (
     BigInteger,
     CheckConstraint,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -86,6 +87,9 @@ class StageRequest(Base):
     started_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     completed_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     deleted_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
+    # bumped by intake's writes that change the status (cancel, delete): a cached status document is
+    # checked against it on every call, in every API process (carousel.api.status_cache)
+    status_version: Mapped[int] = mapped_column(Integer, default=0, server_default=text("0"))
 
 
 class RequestAlias(Base):
@@ -384,3 +388,13 @@ class MediaAudit(Base):
     old_state: Mapped[str] = mapped_column(String(32))
     new_state: Mapped[str] = mapped_column(String(32))
     reason: Mapped[str] = mapped_column(Text)
+
+class RateBucket(Base):
+    """A call-rate token bucket ("caller:<name>", "group:<name>"), shared by every API process
+    (carousel.api.rate_limit). A row idle long enough to be full again is pruned: no row is a full bucket."""
+
+    __tablename__ = "rate_buckets"
+
+    key: Mapped[str] = mapped_column(String(300), primary_key=True)
+    tokens: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)

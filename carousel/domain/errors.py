@@ -56,6 +56,10 @@ class Unavailable(DomainError):
     status = 503
     title = "Service unavailable"
 
+    def __init__(self, detail: str, *, retry_after_s: int | None = None, field: str | None = None) -> None:
+        super().__init__(detail, field=field)
+        self.retry_after_s = retry_after_s
+
 
 class InvalidTransition(DomainError):
     """A state change the transition table does not allow: a bug, never a client's fault."""

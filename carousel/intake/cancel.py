@@ -80,6 +80,7 @@ def cancel(
     file_ids = q.cancel_links(session, request.id, paths, now)
     q.settle_abandoned_files(session, file_ids, now)
     q.finish_request_if_done(session, request.id, now)
+    q.bump_status_version(session, request.id)
 
 
 def delete(

@@ -5,13 +5,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from carousel.db import intake_queries as q
+from carousel.db.models import StageRequest
 from carousel.domain.callers import Caller
 from carousel.domain.errors import InvalidInput
 from carousel.domain.grants import Grants, require_some_poll_scope
@@ -37,10 +38,25 @@ def _file_status(row: Any, grants: Grants) -> FileStatus:
     )
 
 
-def request_status_document(session: Session, caller: Caller, request_id: str) -> StatusDocument:
-    """The request, and its files as the Tape REST API lists them (JSON rendered by the database)."""
+def status_request(session: Session, caller: Caller, request_id: str) -> StageRequest:
+    """The request whose status the caller asks for; refused (no poll scope, not found) as its status is."""
     require_some_poll_scope(caller.grants, "status")
-    request = owned_request(session, caller, request_id)
+    return owned_request(session, caller, request_id)
+
+
+def status_version(request: StageRequest) -> Hashable:
+    """What a status document of the request is valid for: it changes with every cancel or delete (in any
+    API process) and when the request ends."""
+    return (request.status_version, request.state, request.completed_at)
+
+
+def request_status_document(
+    session: Session, caller: Caller, request_id: str, *, request: StageRequest | None = None
+) -> StatusDocument:
+    """The request, and its files as the Tape REST API lists them (JSON rendered by the database). Pass
+    `request` when status_request has found it already: one lookup a call."""
+    if request is None:
+        request = status_request(session, caller, request_id)
     files_json = q.status_files_json(session, request.id)
     if not caller.grants.polls_everything:
         files_json = _outside_scopes_hidden(files_json, caller.grants)

@@ -12,6 +12,7 @@ from carousel.config import Settings
 from carousel.db.engine import transaction
 from carousel.db.outlook_queries import request_work
 from carousel.domain.clock import Clock
+from carousel.domain.queue import RequestWork
 from carousel.outlook.projection import Projection, project
 from carousel.outlook.request_outlook import RequestOutlook, request_outlook
 from carousel.outlook.shared import SharedProjection
@@ -41,14 +42,18 @@ def outlook_now(
     clock: Clock,
     request_id: str,
     created_at: datetime,
+    *,
+    work: RequestWork | None = None,
 ) -> RequestOutlook | None:
     """The request's outlook; None when no projection could be made (logged). Opens its own transactions:
-    call it with none open (SQLite)."""
+    call it with none open (SQLite). `work`: the request's pending work when the caller has read it already
+    (in the transaction it read the request in: one transaction a call fewer)."""
     try:
         projection = shared.get(covering=created_at)
     except Exception:
         log.warning("no outlook: the projection failed", request_id=request_id, exc_info=True)
         return None
-    with transaction(session_factory) as session:
-        work = request_work(session, request_id, clock.now())
+    if work is None:
+        with transaction(session_factory) as session:
+            work = request_work(session, request_id, clock.now())
     return request_outlook(projection, work)

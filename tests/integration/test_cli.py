@@ -226,6 +226,21 @@ def test_serve_on_a_taken_port_says_so(tmp_path: Path, sqlite_template: Path):
     assert "listening" not in out  # nothing announced
 
 
+def test_serve_refuses_several_workers(tmp_path: Path, sqlite_template: Path):
+    """The scheduler runs in one process: several API workers are `carousel api --workers N`."""
+    database = tmp_path / "serve.sqlite3"
+    database.write_bytes(sqlite_template.read_bytes())
+    env = {"CAROUSEL_DATABASE_URL": f"sqlite:///{database}", "CAROUSEL_API_WORKERS": "2"}
+    code, out, err = cli("serve", "--port", "0", env=env)
+    assert "run `carousel api --workers 2` and `carousel scheduler`" in one_line_error(code, err)
+    assert "listening" not in out
+
+
+def test_api_workers_out_of_range_is_a_usage_error():
+    code, _, err = cli("api", "--workers", "0")
+    assert code == 2 and "--workers" in err
+
+
 def test_scheduler_once_runs_one_cycle(tmp_path: Path, sqlite_template: Path):
     database = tmp_path / "once.sqlite3"
     database.write_bytes(sqlite_template.read_bytes())

@@ -11,16 +11,25 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import IntegrityError
 
 from carousel.db.engine import current_revision, downgrade_to, head_revision, make_engine, upgrade_to_head
-from carousel.db.models import RequestAlias, StageRequest
+from carousel.db.models import RequestAlias, UtcDateTime
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 OLD_ALIASES = table("request_aliases", column("alias", String), column("request_id", String))
+# the requests table's columns of 0007 (the model has columns of later revisions)
+OLD_REQUESTS = table(
+    "requests",
+    *(column(name) for name in ("id", "owner", "grp", "activity", "priority", "api", "state", "files_total")),
+    column("created_at", UtcDateTime()),
+)
 
 
 def _request(request_id: str, owner: str) -> dict[str, object]:
     return {
         "id": request_id,
         "owner": owner,
+        "grp": "default",
+        "activity": "default",
+        "priority": 0,
         "api": "xrootd",
         "state": "ACTIVE",
         "files_total": 0,
@@ -34,10 +43,10 @@ def test_0008_gives_old_aliases_their_owner_and_lets_callers_share_one(empty_dat
     engine = make_engine(empty_database_url)
     try:
         with engine.begin() as connection:
-            connection.execute(insert(StageRequest), [_request("r1", "alice"), _request("r2", "bob")])
+            connection.execute(insert(OLD_REQUESTS), [_request("r1", "alice"), _request("r2", "bob")])
             connection.execute(insert(OLD_ALIASES).values(alias="x:1", request_id="r1"))
         upgrade_to_head(empty_database_url)
-        assert current_revision(engine) == head_revision()
+        assert current_revision(engine) == head_revision()  # through 0008
         with engine.begin() as connection:
             rows = connection.execute(select(RequestAlias.owner, RequestAlias.alias, RequestAlias.request_id))
             assert rows.all() == [("alice", "x:1", "r1")]

@@ -144,3 +144,21 @@ def test_entries_are_bounded(clock: Clock, background: list[Callable[[], None]])
         cache.get_or_render("alice", request_id, render, render)
     assert cache.get_or_render("alice", "r1", render, render) == b"doc4"  # the oldest went
     assert cache.get_or_render("alice", "r3", render, render) == b"doc3"
+
+
+def test_an_entry_of_another_version_is_never_answered(
+    clock: Clock, background: list[Callable[[], None]]
+) -> None:
+    """The version is what another process's cancel or delete changes: its own invalidation cannot reach
+    this process's entries, the version read on every call does."""
+    cache = _cache(clock, background)
+    here, apart = Renderer(files=100), Renderer(files=100, name="apart")
+    assert cache.get_or_render("alice", "r1", here, apart, version=1) == b"doc1"
+    assert cache.get_or_render("alice", "r1", here, apart, version=1) == b"doc1"
+    assert cache.get_or_render("alice", "r1", here, apart, version=2) == b"doc2"  # fresh, at once
+    clock.now = 1.5  # stale: answered while refreshing, but only at its own version
+    assert cache.get_or_render("alice", "r1", here, apart, version=2) == b"doc2"
+    assert cache.get_or_render("alice", "r1", here, apart, version=3) == b"doc3"
+    background.pop()()  # the refresh of the version-2 entry, which version 3 replaced: dropped
+    assert cache.get_or_render("alice", "r1", here, apart, version=3) == b"doc3"
+    assert apart.calls == 1
