@@ -389,6 +389,7 @@ class MediaAudit(Base):
     new_state: Mapped[str] = mapped_column(String(32))
     reason: Mapped[str] = mapped_column(Text)
 
+
 class RateBucket(Base):
     """A call-rate token bucket ("caller:<name>", "group:<name>"), shared by every API process
     (carousel.api.rate_limit). A row idle long enough to be full again is pruned: no row is a full bucket."""
