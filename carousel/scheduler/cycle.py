@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.buffer.layout import BufferLayout
 from carousel.completion.apply import CompletionReport, apply_events
-from carousel.completion.landing import LandingReport, land_staged
+from carousel.completion.landing import LandingReport
 from carousel.config import Settings, buffer_directory
 from carousel.db import queue_queries as q
 from carousel.db.completion_queries import finish_file
@@ -47,12 +47,12 @@ from carousel.scheduler.buffer_adoption import staged_in_buffer
 from carousel.scheduler.buffer_upkeep import BufferUpkeep, LiveBuffer, UpkeepReport
 from carousel.scheduler.feed import FeedControl, FeedSettings
 from carousel.scheduler.inflight import InFlightWatch
+from carousel.scheduler.live_events import LiveEvents
 from carousel.scheduler.live_snapshot import LibraryState, library_state, live_queue_store, live_snapshot
 from carousel.scheduler.planning_path import PlanningPath, published_costs
 from carousel.scheduler.read_timeouts import ReadTimeouts, database_queue
 from carousel.scheduler.resilient_store import ResilientStore
 from hsm_adapters.base import (
-    Event,
     Health,
     HsmAdapter,
     NotOnTape,
@@ -189,10 +189,18 @@ class Cycle:
             factor=settings.read_timeout_factor,
             margin_s=settings.read_timeout_margin_s,
         )
+        # the library's events, applied as they arrive by the pump and at each cycle's events step
+        self.live = LiveEvents(
+            session_factory,
+            adapter,
+            self.event_stream,
+            self.retry,
+            buffer=self.buffer,
+            pinning=lambda: Pinning(self.clock.now(), self.settings.buffer.default_lifetime_s),
+        )
+        adapter.set_sink(self.live.sink)
         self._term = 0
         self._buffer_seq = 0  # events of the stream `<event_stream>:bf` (carousel.scheduler.buffer_adoption)
-        # events taken from the adapter but not yet committed: the adapter delivers each once
-        self._unapplied: list[Event] = []
         # files whose cancel the HSM answered "in progress": not asked again while they stay so
         self._cancel_asked: set[int] = set()
 
@@ -202,6 +210,8 @@ class Cycle:
         try:
             with self.leader_lock.hold() as leader:
                 report.leader = leader
+                if not leader:
+                    self.live.leading = False
                 if leader:
                     self._run(report)
         except SQLAlchemyError as exc:
@@ -216,6 +226,7 @@ class Cycle:
 
     def close(self) -> None:
         """Stop leading (a standby takes over at its next cycle)."""
+        self.live.leading = False
         self.leader_lock.release()
 
     def _run(self, report: CycleReport) -> None:
@@ -233,6 +244,7 @@ class Cycle:
                 if report.swept:
                     log.warning("removed half-written files from the buffer", files=report.swept)
             self.inflight.new_term()
+        self.live.leading = True  # the pump may apply events now, a new term's work done
         # before anything else: claims recovery must not requeue files a library took under their claim
         report.recorded_late = self.store.record_unrecorded()
         self._apply_events(report)
@@ -290,28 +302,18 @@ class Cycle:
         return run_transaction(self.session_factory, work)
 
     def _apply_events(self, report: CycleReport) -> None:
+        """What the sink and the pump have not applied yet, and what the sink missed (carousel.scheduler.
+        live_events)."""
         try:
-            polled = self.adapter.poll_events()
+            self.live.poll()
         except Exception as exc:
             self._note(report, "poll_events", exc)
-        else:
-            # progress is progress whether or not the database takes it now
-            report.stall_ended = self.feed.observe_events(polled, self.clock.now())
-            if report.stall_ended:
-                log.warning("library progressing again: the backlog goes out at the recovery pace")
-            self._unapplied.extend(polled)
-        if not self._unapplied:
-            return
-        events = self._unapplied
-        pinning = None
-        if self.buffer is not None:
-            # the bytes land (or the event becomes a failure) before any row says they are there
-            events, report.landing = land_staged(self.buffer, self.session_factory, events)
-            pinning = Pinning(self.clock.now(), self.settings.buffer.default_lifetime_s)
-        report.events = self._transaction(
-            lambda session: apply_events(session, self.event_stream, events, self.retry, pinning)
-        )
-        self._unapplied = []
+        # progress is progress whether or not the database takes it now
+        report.stall_ended = self.feed.observe_events(self.live.collect(), self.clock.now())
+        if report.stall_ended:
+            log.warning("library progressing again: the backlog goes out at the recovery pace")
+        self.live.apply()
+        report.events, report.landing = self.live.take_applied()
 
     def _apply_staged_in_buffer(self) -> int:
         """A new term: files a dead leader's library staged into the buffer, unreported, are staged; not read
