@@ -28,6 +28,7 @@ import csv
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -224,7 +225,7 @@ def _ended(engine: Engine) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
-def run(files: int, request_count: int, admin_url: URL) -> Run:
+def run(files: int, request_count: int, admin_url: URL, logs: Path | None = None) -> Run:
     result = Run(files, request_count)
     carousel = str(Path(sys.executable).with_name("carousel"))
     with tempfile.TemporaryDirectory(prefix="carousel-e2e-") as tmp, throwaway_database(admin_url) as db_url:
@@ -267,6 +268,10 @@ def run(files: int, request_count: int, admin_url: URL) -> Run:
             result.service_s = time.perf_counter() - started
             result.failed = not_staged
             sampler.end()
+        if logs is not None:
+            logs.mkdir(parents=True, exist_ok=True)
+            for log in (api_log, scheduler_log):
+                shutil.copy(log, logs / log.name)
         watch.dispose()
         trace = _trace(directory, requests)
         started = time.perf_counter()
@@ -326,12 +331,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--files", type=int, default=50_000)
     parser.add_argument("--requests", type=int, default=10)
+    parser.add_argument("--logs", type=Path, help="keep the API's and the scheduler's logs in this directory")
     args = parser.parse_args(argv)
     if args.files < args.requests or args.requests < 1:
         print("--files must be at least --requests, and --requests at least 1", file=sys.stderr)
         return 2
     admin_url = make_url(os.environ.get(ADMIN_URL_ENV, DEFAULT_ADMIN_URL))
-    print(report(run(args.files, args.requests, admin_url)))
+    print(report(run(args.files, args.requests, admin_url, args.logs)))
     return 0
 
 
