@@ -197,6 +197,7 @@ class Cycle:
             self.retry,
             buffer=self.buffer,
             pinning=lambda: Pinning(self.clock.now(), self.settings.buffer.default_lifetime_s),
+            waits=lambda: self.store.unrecorded > 0,
         )
         adapter.set_sink(self.live.sink)
         self._term = 0
@@ -275,7 +276,8 @@ class Cycle:
             library=library,
             buffer=self.path.buffer,
         )
-        dispatch = self.path.dispatch(snapshot, submit=budget.files > 0)
+        with self.live.held():  # no event of these batches is applied before their record
+            dispatch = self.path.dispatch(snapshot, submit=budget.files > 0)
         report.plan = self.feed.after_pass(dispatch, budget, self.clock.now())
         if budget.stalled_since is not None:
             log.warning(
@@ -312,7 +314,7 @@ class Cycle:
         report.stall_ended = self.feed.observe_events(self.live.collect(), self.clock.now())
         if report.stall_ended:
             log.warning("library progressing again: the backlog goes out at the recovery pace")
-        self.live.apply()
+        self.live.apply(wait=False)  # while the pump applies, the cycle goes on: the pump takes the rest
         report.events, report.landing = self.live.take_applied()
 
     def _apply_staged_in_buffer(self) -> int:

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import structlog
 from sqlalchemy.exc import SQLAlchemyError
@@ -47,6 +48,7 @@ class LiveEvents:
         *,
         buffer: BufferLayout | None,
         pinning: Callable[[], Pinning],
+        waits: Callable[[], bool] = lambda: False,
     ) -> None:
         self.session_factory = session_factory
         self.adapter = adapter
@@ -55,8 +57,12 @@ class LiveEvents:
         self.buffer = buffer
         self.pinning = pinning  # the buffer's pins from now (called only with the buffer on)
         self.leading = False  # set by each cycle: the pump applies only while this instance leads
+        # True while the pump must leave events alone: hand-overs accepted by the library but not recorded
+        self.waits = waits
+        self._holds = 0  # hand-overs under way (held): their files' events wait for their record
         self._inbox: deque[Event] = deque()  # pushed by the sink; deque appends are atomic
-        self._apply_lock = threading.Lock()
+        self._apply_lock = threading.Lock()  # one application at a time, in seq order
+        self._state_lock = threading.Lock()  # the lists below, held only for moments
         self._unapplied: list[Event] = []  # taken from the inbox, not committed yet
         self._taken: list[Event] = []  # taken since the cycle last collected
         self._applied: CompletionReport | None = None  # since the cycle last took the reports
@@ -75,7 +81,7 @@ class LiveEvents:
         if not self.leading:
             return
         try:
-            self.apply()
+            self.apply(between_cycles=True)
         except SQLAlchemyError as exc:
             if not database_unavailable(exc):
                 raise
@@ -89,30 +95,55 @@ class LiveEvents:
     def collect(self) -> list[Event]:
         """Take the inbox for application; the events taken since the last call (by the pump too), which the
         cycle's liveness watch observes whether or not the database takes them now."""
-        with self._apply_lock:
+        with self._state_lock:
             self._take_inbox()
             taken, self._taken = self._taken, []
         return taken
 
-    def apply(self) -> None:
-        """Apply every event taken so far, in one transaction; kept for the next call if it fails."""
-        with self._apply_lock:
-            self._take_inbox()
-            if not self._unapplied:
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """A hand-over under way (claim, submit, record): the pump applies nothing new until its record is
+        written, so no event of a batch is applied before the batch's files are SUBMITTED and their recalls
+        exist (as when events were applied only at the start of a cycle). An application already running
+        goes on: it took its events before the batch was submitted."""
+        with self._state_lock:
+            self._holds += 1
+        try:
+            yield
+        finally:
+            with self._state_lock:
+                self._holds -= 1
+
+    def apply(self, *, wait: bool = True, between_cycles: bool = False) -> None:
+        """Apply every event taken so far, in one transaction; kept for the next call if it fails. Without
+        `wait`, nothing happens while another application runs (it takes what is there when it ends).
+        `between_cycles` (the pump): nothing happens while a hand-over is held or waits to be recorded."""
+        if not self._apply_lock.acquire(blocking=wait):
+            return
+        try:
+            with self._state_lock:
+                if between_cycles and (self._holds or self.waits()):
+                    return
+                self._take_inbox()
+                events = list(self._unapplied)
+            if not events:
                 return
-            events = self._unapplied
             pinning = None
             if self.buffer is not None:
                 # the bytes land (or the event becomes a failure) before any row says they are there
                 events, landing = land_staged(self.buffer, self.session_factory, events)
-                self._landing = _add_landing(self._landing, landing)
+                with self._state_lock:
+                    self._landing = _add_landing(self._landing, landing)
                 pinning = self.pinning()
             done = run_transaction(
                 self.session_factory,
                 lambda session: apply_events(session, self.stream, events, self.retry, pinning),
             )
-            self._unapplied = []
-            self._applied = _add_completion(self._applied, done)
+            with self._state_lock:  # only an application removes events, and one runs at a time
+                del self._unapplied[: len(events)]
+                self._applied = _add_completion(self._applied, done)
+        finally:
+            self._apply_lock.release()
 
     def _take_inbox(self) -> None:
         while self._inbox:
@@ -122,7 +153,7 @@ class LiveEvents:
 
     def take_applied(self) -> tuple[CompletionReport | None, LandingReport | None]:
         """What was applied and landed since the last call (the cycle's report); None: nothing."""
-        with self._apply_lock:
+        with self._state_lock:
             applied, landing = self._applied, self._landing
             self._applied, self._landing = None, None
         return applied, landing

@@ -93,3 +93,37 @@ def test_the_cycle_collects_what_the_sink_refused(session_factory, make_adapter,
     cycle.run_once()  # the cycle's poll brings them
     assert set(file_states(session_factory).values()) == {FileState.STAGED.value}
     assert count(session_factory, AppliedEvent) == adapter._seq
+
+
+def test_the_cycle_does_not_wait_for_an_application_under_way(
+    session_factory, make_adapter, clock: ManualClock
+):
+    adapter = make_adapter()
+    add_request(session_factory, catalogue_files(adapter, 2, clock.now(), tapes=1), clock.now())
+    cycle = make_cycle(session_factory, adapter, clock)
+    cycle.run_once()
+    clock.advance(3_600)
+    with cycle.live._apply_lock:  # the pump is applying a batch at this moment
+        report = cycle.run_once()  # returns: does not wait for it
+    assert report.leader and report.events is None
+    assert set(file_states(session_factory).values()) == {FileState.SUBMITTED.value}
+    cycle.live.pump()  # the application after it takes what came meanwhile
+    assert set(file_states(session_factory).values()) == {FileState.STAGED.value}
+
+
+def test_the_pump_leaves_events_alone_while_a_hand_over_is_under_way(
+    session_factory, make_adapter, clock: ManualClock
+):
+    """Between a batch's submission and its record no event is applied (its files are not SUBMITTED yet,
+    their recalls not written)."""
+    adapter = make_adapter()
+    add_request(session_factory, catalogue_files(adapter, 2, clock.now(), tapes=1), clock.now())
+    cycle = make_cycle(session_factory, adapter, clock)
+    cycle.run_once()
+    clock.advance(3_600)
+    with cycle.live.held():
+        cycle.live.pump()
+        assert set(file_states(session_factory).values()) == {FileState.SUBMITTED.value}
+    cycle.live.pump()
+    assert set(file_states(session_factory).values()) == {FileState.STAGED.value}
+    assert count(session_factory, AppliedEvent) == adapter._seq
