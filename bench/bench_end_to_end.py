@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import pstats
 import random
 import re
 import shutil
@@ -225,7 +226,9 @@ def _ended(engine: Engine) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
-def run(files: int, request_count: int, admin_url: URL, logs: Path | None = None) -> Run:
+def run(
+    files: int, request_count: int, admin_url: URL, logs: Path | None = None, profile: Path | None = None
+) -> Run:
     result = Run(files, request_count)
     carousel = str(Path(sys.executable).with_name("carousel"))
     with tempfile.TemporaryDirectory(prefix="carousel-e2e-") as tmp, throwaway_database(admin_url) as db_url:
@@ -239,11 +242,14 @@ def run(files: int, request_count: int, admin_url: URL, logs: Path | None = None
         watch = create_engine(db_url.update_query_dict({"application_name": "e2e-bench"}), pool_size=1)
         url = f"http://127.0.0.1:{port}"
         api_log, scheduler_log = directory / "api.log", directory / "scheduler.log"
+        scheduler_command = [carousel, "scheduler"]
+        scheduler_env = _env(config, db_url, APPS["scheduler"])
+        if profile is not None:  # every thread of the scheduler under cProfile (bench.profiled_scheduler)
+            scheduler_command = [sys.executable, "-m", "bench.profiled_scheduler"]
+            scheduler_env["CAROUSEL_BENCH_PROFILE"] = str(profile.absolute())
         with (
             _process([carousel, "api"], _env(config, db_url, APPS["api"]), api_log) as api,
-            _process(
-                [carousel, "scheduler"], _env(config, db_url, APPS["scheduler"]), scheduler_log
-            ) as sched,
+            _process(scheduler_command, scheduler_env, scheduler_log) as sched,
         ):
             _wait_ready(url, api, api_log)
             sampler = Sampler(watch, result, {"api": api, "scheduler": sched})
@@ -325,6 +331,32 @@ def report(result: Run) -> str:
     return "\n".join(lines)
 
 
+PROFILED = (
+    "cycle.py:.*(run_once|_apply_events|_recover_claims|_resubmit_in_flight|_time_out_reads|_push_cancels)",
+    "live_events.py:.*(pump|apply)",
+    "apply.py:.*apply_events",
+    "planning_path.py:.*dispatch",
+    "live_snapshot.py:.*live_snapshot",
+    "queue_store.py:.*(demand|claim|handed_over)",
+    "resilient_store.py:.*record_unrecorded",
+)
+
+
+def profile_report(path: Path) -> str:
+    """Wall seconds (cumulative) of the scheduler's steps in the profile: where its time goes."""
+    stats = pstats.Stats(str(path))
+    lines = ["the scheduler's steps under cProfile (cumulative wall seconds, calls):"]
+    entries = stats.stats  # type: ignore[attr-defined]
+    for pattern in PROFILED:
+        wanted = re.compile(pattern)
+        for (filename, line, name), (_, calls, _, cumulative, _) in sorted(
+            entries.items(), key=lambda item: -item[1][3]
+        ):
+            if "carousel" in filename and wanted.search(f"{Path(filename).name}:{line}({name})"):
+                lines.append(f"  {cumulative:8.2f} s  {calls:6d}  {Path(filename).name}:{name}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -332,12 +364,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=50_000)
     parser.add_argument("--requests", type=int, default=10)
     parser.add_argument("--logs", type=Path, help="keep the API's and the scheduler's logs in this directory")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="run the scheduler under cProfile (every thread; slower) and write its statistics to this file",
+    )
     args = parser.parse_args(argv)
     if args.files < args.requests or args.requests < 1:
         print("--files must be at least --requests, and --requests at least 1", file=sys.stderr)
         return 2
     admin_url = make_url(os.environ.get(ADMIN_URL_ENV, DEFAULT_ADMIN_URL))
-    print(report(run(args.files, args.requests, admin_url, args.logs)))
+    print(report(run(args.files, args.requests, admin_url, args.logs, args.profile)))
+    if args.profile is not None:
+        print(profile_report(args.profile))
     return 0
 
 
