@@ -5,7 +5,9 @@ inbox (it runs under the adapter's lock: it must be quick). `pump` (a side job o
 `event_apply_interval_s`) asks the adapter for what it has (`poll_events`: the simulated library advances to
 the clock's present and pushes what happened; events a sink refused come back here) and applies the inbox in
 one transaction. The cycle calls `apply` too, at its events step, so what the sink or the pump missed is
-applied there, as before.
+applied there, as before (unless the pump is applying at that moment: the cycle does not wait for it). The
+cycle holds the pump from claim to record (`held`): no event of a batch is applied before its files are
+SUBMITTED with their recalls.
 
 The rules of docs/resilience.md hold: only the leader applies (the pump applies only while the last cycle
 found this instance leading; a standby's inbox waits for its first cycle as leader); one application at a
