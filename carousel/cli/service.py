@@ -111,10 +111,12 @@ def _cycle(parts: Parts) -> tuple[Cycle, CycleRunner]:
     )
     # at start too: a process restarted more often than hourly would otherwise never prune
     pruning = SideJob("carousel-prune-applied-events", pruner.run_once, PRUNE_INTERVAL_S, run_at_start=True)
+    # the library's events applied as they arrive, between cycles (carousel.scheduler.live_events)
+    events = SideJob("carousel-events", cycle.live.pump, parts.settings.event_apply_interval_s, loop=True)
     runner = CycleRunner(
         observed(cycle.run_once, parts.metrics),
         parts.settings.cycle_interval_s,
-        side_jobs=[webhooks, pruning],
+        side_jobs=[webhooks, pruning, events],
     )
     return cycle, runner
 

@@ -7,10 +7,11 @@ the library's event order. An event about a file that has since moved on (a reco
 was cancelled and queued again) is recorded and otherwise ignored, except that bytes read are always counted
 in the history.
 
-Fast: a poll brings thousands of events, nearly all "started" and "on disk". The files they name are read in
-one statement, decided on in memory, and the changes of those two kinds are written a few statements for the
-lot (carousel.db.completion_bulk). Every other kind (mounts, failures, cancels) first writes what is
-pending, then goes one by one, so each change still lands in event order where order matters.
+Fast: a poll brings thousands of events, nearly all mounts, "started" and "on disk". The files they name are
+read in one statement, decided on in memory, the events of one row merged into one change, and the changes
+written one set-based statement per kind for the lot (carousel.db.completion_bulk; carousel.completion.
+mount_changes for the mounts). Failures and cancels (rare) first write what is pending, then go one by one,
+so each change still lands in event order where order matters.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import structlog
 from sqlalchemy.orm import Session
 
+from carousel.completion.mount_changes import MountChanges
 from carousel.completion.read_end import read_end
 from carousel.db import completion_bulk as bulk
 from carousel.db import completion_queries as q
@@ -82,30 +84,77 @@ def apply_events(
 
 
 class _Writes:
-    """Changes of "started" and "on disk" events not written yet, by kind, in event order within each kind.
-    Written kind by kind in the order of a recall's life (started before finished), which is their event
-    order: a file starts before it ends, and ends once in one library."""
+    """Changes of mount, "started" and "on disk" events not written yet, one entry per row they change (the
+    events of one row merged in event order), written one statement per kind of change in the order of a
+    recall's life: mounts, recalls, files started, files staged (with their links and requests)."""
 
     def __init__(self, pinning: Pinning | None) -> None:
         self.pinning = pinning
-        self.recalls_started: list[dict[str, Any]] = []
-        self.files_started: list[dict[str, Any]] = []
-        self.recalls_finished: list[dict[str, Any]] = []
-        self.mount_reads: dict[tuple[str, str | None], list[int]] = defaultdict(
+        self.mounts = MountChanges()
+        self.loose_reads: dict[str, list[int]] = defaultdict(
             lambda: [0, 0]
-        )  # files, bytes
-        self.files_staged: list[dict[str, Any]] = []
+        )  # tape -> files, bytes (no drive)
+        self.recalls: dict[tuple[int, str], dict[str, Any]] = {}  # (file, batch) -> its row
+        self.started: dict[int, datetime] = {}  # file -> its first start in this batch
+        self.staged: dict[int, dict[str, Any]] = {}  # file -> its row
+
+    def recall_started(self, file_id: int, batch_key: str, at: datetime, drive: str | None) -> None:
+        row = self._recall(file_id, batch_key)
+        if row["finished_at"] is None:  # a recall's start after its end in one batch: its start came first
+            row["started_at"] = at
+            row["drive"] = drive or row["drive"]
+
+    def recall_finished(self, file_id: int, batch_key: str, event: Event, outcome: FileState) -> None:
+        row = self._recall(file_id, batch_key)
+        if row["finished_at"] is not None:
+            return  # ended once: a second end finds the recall closed
+        row.update(
+            finished_at=event.at,
+            outcome=outcome.value,
+            bytes=event.bytes,
+            reason=event.reason,
+            drive=event.drive or row["drive"],
+        )
+
+    def _recall(self, file_id: int, batch_key: str) -> dict[str, Any]:
+        key = (file_id, batch_key)
+        row = self.recalls.get(key)
+        if row is None:
+            row = self.recalls[key] = {
+                "file_id": file_id,
+                "batch_key": batch_key,
+                "started_at": None,
+                "finished_at": None,
+                "outcome": None,
+                "bytes": 0,
+                "drive": None,
+                "reason": None,
+            }
+        return row
+
+    def read(self, tape: str, drive: str | None, size: int) -> None:
+        if drive is None:
+            counted = self.loose_reads[tape]
+            counted[0] += 1
+            counted[1] += size
+        else:
+            self.mounts.read((tape, drive), size)
 
     def flush(self, session: Session) -> None:
-        bulk.recalls_started(session, self.recalls_started)
-        bulk.files_started(session, self.files_started)
-        bulk.recalls_finished(session, self.recalls_finished)
-        for (tape, drive), (count, size) in self.mount_reads.items():
-            bulk.mount_reads(session, tape, drive, count, size)
-        bulk.files_staged(session, self.files_staged, self.pinning)
-        for pending in (self.recalls_started, self.files_started, self.recalls_finished, self.files_staged):
-            pending.clear()
-        self.mount_reads.clear()
+        bulk.mounts_open_before(session, self.mounts.open_before_rows())
+        for tape, (count, size) in self.loose_reads.items():
+            bulk.mount_reads(session, tape, None, count, size)
+        bulk.mounts_opened(session, self.mounts.opened_rows())
+        bulk.recalls_changed(session, list(self.recalls.values()))
+        started = [{"file_id": f, "started_at": at} for f, at in self.started.items()]
+        bulk.files_started(session, [row for row in started if row["file_id"] not in self.staged])
+        staged = [{**row, "started_at": self.started.get(f)} for f, row in self.staged.items()]
+        bulk.files_staged(session, staged, started, self.pinning)
+        self.mounts.clear()
+        self.loose_reads.clear()
+        self.recalls.clear()
+        self.started.clear()
+        self.staged.clear()
 
 
 def _apply_one(
@@ -117,16 +166,8 @@ def _apply_one(
     files: dict[int, FileNow],
     writes: _Writes,
 ) -> None:
-    if event.kind is EventKind.MOUNTED:
-        writes.flush(session)
-        if event.tape is not None:
-            q.mount_opened(session, event.tape, event.drive, event.at)
-            report.mounts += 1
-        return
-    if event.kind is EventKind.UNMOUNTED:
-        writes.flush(session)  # the mount's reads count before it closes
-        if event.tape is not None:
-            q.mount_closed(session, event.tape, event.drive, event.at)
+    if event.kind in (EventKind.MOUNTED, EventKind.UNMOUNTED):
+        _mount_event(session, event, report, writes)
         return
     if event.kind is EventKind.MOUNT_FAILED:
         return  # no mount to record; the scheduler counts them per tape (carousel.scheduler.media_states)
@@ -139,35 +180,21 @@ def _apply_one(
 
     if event.kind is EventKind.FILE_STARTED:
         if batch_key is not None:
-            writes.recalls_started.append(
-                {"b_file": file.id, "b_batch": batch_key, "b_at": event.at, "b_drive": event.drive}
-            )
+            writes.recall_started(file.id, batch_key, event.at, event.drive)
         if holds_attempt(file, event.batch_key):
-            writes.files_started.append({"b_file": file.id, "b_at": event.at})
+            writes.started.setdefault(file.id, event.at)
         return
 
     end = read_end(event)
     completion = read_ended(file, end, retry)
     if end.outcome is FileState.STAGED:
         if batch_key is not None:
-            writes.recalls_finished.append(
-                {
-                    "b_file": file.id,
-                    "b_batch": batch_key,
-                    "b_at": event.at,
-                    "b_outcome": end.outcome.value,
-                    "b_bytes": event.bytes,
-                    "b_drive": event.drive,
-                    "b_reason": event.reason,
-                }
-            )
+            writes.recall_finished(file.id, batch_key, event, end.outcome)
         if event.tape is not None:
-            counted = writes.mount_reads[(event.tape, event.drive)]
-            counted[0] += 1
-            counted[1] += event.bytes
+            writes.read(event.tape, event.drive, event.bytes)
         report.bytes_staged += event.bytes
         if completion.move is not None:
-            writes.files_staged.append({"b_file": file.id, "b_at": event.at, "b_checksum": event.checksum})
+            writes.staged[file.id] = {"file_id": file.id, "finished_at": event.at, "checksum": event.checksum}
             files[file.id] = replace(file, state=completion.move.target, wanted=False)
         _count(report, completion, event)
         return
@@ -192,6 +219,24 @@ def _apply_one(
     now = q.file_now(session, file.id)
     if now is not None:
         files[file.id] = now
+
+
+def _mount_event(session: Session, event: Event, report: CompletionReport, writes: _Writes) -> None:
+    if event.tape is None:
+        return
+    if event.drive is None:
+        # which mount it means depends on what is open in the database: what is pending goes first
+        writes.flush(session)
+        if event.kind is EventKind.MOUNTED:
+            q.mount_opened(session, event.tape, None, event.at)
+        else:
+            q.mount_closed(session, event.tape, None, event.at)
+    elif event.kind is EventKind.MOUNTED:
+        writes.mounts.mounted((event.tape, event.drive), event.at)
+    else:
+        writes.mounts.unmounted((event.tape, event.drive), event.at)
+    if event.kind is EventKind.MOUNTED:
+        report.mounts += 1
 
 
 def _write_end(session: Session, file_id: int, move: FileMove, completion: Completion, at: datetime) -> None:

@@ -229,6 +229,8 @@ class Settings(BaseSettings):
     policy_options: dict[str, Any] = Field(default_factory=dict)
 
     cycle_interval_s: float = Field(default=2.0, gt=0)
+    # events are applied as they arrive, at most this long after (carousel.scheduler.live_events)
+    event_apply_interval_s: float = Field(default=0.2, gt=0)
     max_files_per_cycle: int = Field(default=10_000, gt=0)
     max_attempts: int = Field(default=3, ge=1)
     retry_backoff_s: float = Field(default=600.0, ge=0)

@@ -233,6 +233,18 @@ class Recall(Base):
     """One attempt at reading one file: what was submitted when, and how it ended."""
 
     __tablename__ = "recalls"
+    __table_args__ = (
+        # completion's key: the open recall of a file in a batch (revision 0012)
+        Index(
+            "ix_recalls_open",
+            "file_id",
+            "batch_key",
+            postgresql_where=text("finished_at IS NULL"),
+            sqlite_where=text("finished_at IS NULL"),
+        ),
+        # fair share: the recalls one mount started (its tape and drive, while it was mounted)
+        Index("ix_recalls_tape_drive_started_at", "tape", "drive", "started_at"),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     file_id: Mapped[int] = mapped_column(ForeignKey("files.id"), index=True)

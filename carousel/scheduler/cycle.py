@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.buffer.layout import BufferLayout
 from carousel.completion.apply import CompletionReport, apply_events
-from carousel.completion.landing import LandingReport, land_staged
+from carousel.completion.landing import LandingReport
 from carousel.config import Settings, buffer_directory
 from carousel.db import queue_queries as q
 from carousel.db.completion_queries import finish_file
@@ -47,13 +47,13 @@ from carousel.scheduler.buffer_adoption import staged_in_buffer
 from carousel.scheduler.buffer_upkeep import BufferUpkeep, LiveBuffer, UpkeepReport
 from carousel.scheduler.feed import FeedControl, FeedSettings
 from carousel.scheduler.inflight import InFlightWatch
+from carousel.scheduler.live_events import LiveEvents
 from carousel.scheduler.live_snapshot import LibraryState, library_state, live_queue_store, live_snapshot
 from carousel.scheduler.media_states import MediaReport, MediaStates
 from carousel.scheduler.planning_path import PlanningPath, published_costs
 from carousel.scheduler.read_timeouts import ReadTimeouts, database_queue
 from carousel.scheduler.resilient_store import ResilientStore
 from hsm_adapters.base import (
-    Event,
     Health,
     HsmAdapter,
     NotOnTape,
@@ -200,10 +200,19 @@ class Cycle:
             clock,
             break_after_failed_mounts=settings.media.break_after_failed_mounts,
         )
+        # the library's events, applied as they arrive by the pump and at each cycle's events step
+        self.live = LiveEvents(
+            session_factory,
+            adapter,
+            self.event_stream,
+            self.retry,
+            buffer=self.buffer,
+            pinning=lambda: Pinning(self.clock.now(), self.settings.buffer.default_lifetime_s),
+            waits=lambda: self.store.unrecorded > 0,
+        )
+        adapter.set_sink(self.live.sink)
         self._term = 0
         self._buffer_seq = 0  # events of the stream `<event_stream>:bf` (carousel.scheduler.buffer_adoption)
-        # events taken from the adapter but not yet committed: the adapter delivers each once
-        self._unapplied: list[Event] = []
         # files whose cancel the HSM answered "in progress": not asked again while they stay so
         self._cancel_asked: set[int] = set()
 
@@ -213,6 +222,8 @@ class Cycle:
         try:
             with self.leader_lock.hold() as leader:
                 report.leader = leader
+                if not leader:
+                    self.live.leading = False
                 if leader:
                     self._run(report)
         except SQLAlchemyError as exc:
@@ -227,6 +238,7 @@ class Cycle:
 
     def close(self) -> None:
         """Stop leading (a standby takes over at its next cycle)."""
+        self.live.leading = False
         self.leader_lock.release()
 
     def _run(self, report: CycleReport) -> None:
@@ -245,6 +257,7 @@ class Cycle:
                     log.warning("removed half-written files from the buffer", files=report.swept)
             self.inflight.new_term()
             self.media.new_term()
+        self.live.leading = True  # the pump may apply events now, a new term's work done
         # before anything else: claims recovery must not requeue files a library took under their claim
         report.recorded_late = self.store.record_unrecorded()
         self._apply_events(report)
@@ -277,7 +290,8 @@ class Cycle:
             library=library,
             buffer=self.path.buffer,
         )
-        dispatch = self.path.dispatch(snapshot, submit=budget.files > 0)
+        with self.live.held():  # no event of these batches is applied before their record
+            dispatch = self.path.dispatch(snapshot, submit=budget.files > 0)
         report.plan = self.feed.after_pass(dispatch, budget, self.clock.now())
         if budget.stalled_since is not None:
             log.warning(
@@ -304,29 +318,20 @@ class Cycle:
         return run_transaction(self.session_factory, work)
 
     def _apply_events(self, report: CycleReport) -> None:
+        """What the sink and the pump have not applied yet, and what the sink missed (carousel.scheduler.
+        live_events)."""
         try:
-            polled = self.adapter.poll_events()
+            self.live.poll()
         except Exception as exc:
             self._note(report, "poll_events", exc)
-        else:
-            # progress is progress whether or not the database takes it now
-            report.stall_ended = self.feed.observe_events(polled, self.clock.now())
-            if report.stall_ended:
-                log.warning("library progressing again: the backlog goes out at the recovery pace")
-            self._unapplied.extend(polled)
-            self.media.observe(polled)
-        if not self._unapplied:
-            return
-        events = self._unapplied
-        pinning = None
-        if self.buffer is not None:
-            # the bytes land (or the event becomes a failure) before any row says they are there
-            events, report.landing = land_staged(self.buffer, self.session_factory, events)
-            pinning = Pinning(self.clock.now(), self.settings.buffer.default_lifetime_s)
-        report.events = self._transaction(
-            lambda session: apply_events(session, self.event_stream, events, self.retry, pinning)
-        )
-        self._unapplied = []
+        # progress is progress whether or not the database takes it now
+        collected = self.live.collect()
+        report.stall_ended = self.feed.observe_events(collected, self.clock.now())
+        if report.stall_ended:
+            log.warning("library progressing again: the backlog goes out at the recovery pace")
+        self.media.observe(collected)  # mounts that worked or failed, counted per tape
+        self.live.apply(wait=False)  # while the pump applies, the cycle goes on: the pump takes the rest
+        report.events, report.landing = self.live.take_applied()
 
     def _apply_staged_in_buffer(self) -> int:
         """A new term: files a dead leader's library staged into the buffer, unreported, are staged; not read

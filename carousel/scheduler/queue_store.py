@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from carousel.db import queue_queries as q
 from carousel.db.engine import transaction
 from carousel.db.media_queries import held_tapes
-from carousel.db.usage_queries import DEFAULT_WINDOW_S, group_usage
+from carousel.db.usage_queries import DEFAULT_WINDOW_S, GroupUsageLedger
 from carousel.domain.planning import Selection
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand
 
@@ -58,11 +58,12 @@ class DatabaseQueueStore:
     ) -> None:
         self.session_factory = session_factory
         self.usage_window_s = usage_window_s
+        self._usage = GroupUsageLedger()  # closed mounts read once (carousel.db.usage_queries)
 
     def demand(self, now: datetime) -> QueueDemand:
         with transaction(self.session_factory) as session:
             demand = q.read_demand(session, now)
-            usage = group_usage(session, now, self.usage_window_s)
+            usage = self._usage(session, now, self.usage_window_s)
             held = held_tapes(session)
         # held tapes (disabled, broken) are not the policy's to plan: they wait, saying why
         tapes = tuple(t for t in demand.tapes if t.tape not in held)

@@ -8,6 +8,7 @@ cycle's way.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -29,6 +30,9 @@ class SideJob:
     interval_s: float
     close: Callable[[], None] | None = None  # called once the runner has stopped
     run_at_start: bool = False  # first run when the runner starts, not one interval later
+    # True: a thread of its own runs the job again interval_s after each run ends, instead of APScheduler's
+    # fixed interval (a job that may outlast a short interval then waits, with no "skipped" warnings)
+    loop: bool = False
 
 
 class CycleRunner:
@@ -44,6 +48,8 @@ class CycleRunner:
         self.interval_s = interval_s
         self.side_jobs = tuple(side_jobs)
         self._scheduler: BackgroundScheduler | None = None
+        self._loops: list[threading.Thread] = []
+        self._stop_loops = threading.Event()
 
     @property
     def running(self) -> bool:
@@ -63,7 +69,11 @@ class CycleRunner:
             misfire_grace_time=None,
             next_run_time=datetime.now(UTC),  # the first cycle at once, not one interval later
         )
+        self._stop_loops.clear()
         for job in self.side_jobs:
+            if job.loop:
+                self._start_loop(job)
+                continue
             first: dict[str, datetime] = {"next_run_time": datetime.now(UTC)} if job.run_at_start else {}
             scheduler.add_job(
                 _logged(job),
@@ -85,10 +95,27 @@ class CycleRunner:
             return
         self._scheduler.shutdown(wait=wait)
         self._scheduler = None
+        self._stop_loops.set()
+        for thread in self._loops:
+            thread.join()
+        self._loops.clear()
         for job in self.side_jobs:
             if job.close is not None:
                 job.close()
         log.info("scheduler stopped")
+
+    def _start_loop(self, job: SideJob) -> None:
+        run = _logged(job)
+
+        def loop() -> None:
+            if job.run_at_start:
+                run()
+            while not self._stop_loops.wait(job.interval_s):
+                run()
+
+        thread = threading.Thread(target=loop, name=job.job_id, daemon=True)
+        thread.start()
+        self._loops.append(thread)
 
     def _tick(self) -> None:
         try:

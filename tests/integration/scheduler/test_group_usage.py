@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 from datetime import timedelta
 
+from sqlalchemy import update
+
 from carousel.db.engine import transaction
-from carousel.db.models import Mount, Recall
-from carousel.db.usage_queries import group_usage
+from carousel.db.models import Mount, QueuedFileRow, Recall
+from carousel.db.usage_queries import GroupUsageLedger, group_usage
 from carousel.scheduler.queue_store import DatabaseQueueStore
 from tests.integration.conftest import EPOCH_FOR_ROWS as T0
 from tests.integration.scheduler.rows import add_request, queued
@@ -91,3 +93,37 @@ def test_the_database_store_hands_usage_to_the_snapshot(session_factory):
     demand = DatabaseQueueStore(session_factory).demand(at(2500))
     assert [u.group for u in demand.usage] == ["atlas", "cms"]
     assert {t.tape for t in demand.tapes} == {"A", "B", "C"}
+
+
+def usage_of(ledger, session, seconds: float, window_s: float = 86_400) -> dict[str, float]:
+    return {u.group: u.drive_s for u in ledger(session, at(seconds), window_s=window_s)}
+
+
+def test_the_ledger_reads_a_closed_mount_once_and_follows_the_open_ones(session_factory):
+    history(session_factory)
+    ledger = GroupUsageLedger()
+    with session_factory() as session:
+        assert usage_of(ledger, session, 2500) == {
+            u.group: u.drive_s for u in group_usage(session, at(2500), window_s=86_400)
+        }
+    with transaction(session_factory) as session:
+        # the closed mount's files now belong to another group: the ledger keeps what the mount read for
+        session.execute(update(QueuedFileRow).where(QueuedFileRow.grp == "atlas").values(grp="lhcb"))
+        # the open mount (tape B on d2) closes at 3000 s
+        session.execute(update(Mount).where(Mount.tape == "B").values(unmounted_at=at(3000)))
+    with session_factory() as session:
+        usage = usage_of(ledger, session, 4000)
+        fresh = {u.group: u.drive_s for u in group_usage(session, at(4000), window_s=86_400)}
+    assert math.isclose(usage["atlas"], 1000 * 3 / 4)  # read once, while it was closed already
+    assert math.isclose(usage["cms"], 1000 / 4 + 2500)  # the mount of B counted to its close, not to now
+    assert "lhcb" in fresh and "atlas" not in fresh  # the one-off query reads the history again
+
+
+def test_the_ledger_forgets_mounts_that_left_the_window(session_factory):
+    history(session_factory)
+    ledger = GroupUsageLedger()
+    with session_factory() as session:
+        usage_of(ledger, session, 2500)
+        later = usage_of(ledger, session, 1000 + 86_400 + 1)  # mount 1 ended before this window
+    assert "atlas" not in later
+    assert set(later) == {"cms"}

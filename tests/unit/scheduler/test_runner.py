@@ -161,3 +161,33 @@ def test_a_side_job_may_run_at_start_rather_than_one_interval_later():
         assert not ran["later"].is_set()  # its first run is an hour away
     finally:
         runner.stop()
+
+
+def test_a_looping_side_job_runs_again_after_each_run_ends_and_stops_with_the_runner():
+    runs: list[int] = []
+    overlapping: list[bool] = []
+    running = threading.Event()
+    third = threading.Event()
+
+    def slow() -> None:
+        overlapping.append(running.is_set())
+        running.set()
+        try:
+            runs.append(len(runs))
+            if len(runs) == 1:
+                raise RuntimeError("the first run fails: the loop goes on")
+            if len(runs) >= 3:
+                third.set()
+        finally:
+            running.clear()
+
+    runner = CycleRunner(lambda: None, interval_s=60, side_jobs=[SideJob("loop", slow, 0.001, loop=True)])
+    runner.start()
+    try:
+        assert third.wait(WAIT_S)
+    finally:
+        runner.stop()
+    stopped_at = len(runs)
+    assert not any(overlapping)  # never two runs at once
+    assert stopped_at >= 3
+    assert len(runs) == stopped_at  # nothing runs after stop()
