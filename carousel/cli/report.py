@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from carousel.config import Settings, load_settings
+from carousel.config.libraries import sole_adapter
 from carousel.domain.clock import Clock, SystemClock
 from carousel.domain.errors import InvalidInput
 from carousel.domain.planning import LibraryCosts
@@ -52,9 +53,8 @@ def parse_time(text: str, name: str, before: datetime) -> datetime:
 def library_costs(settings: Settings, clock: Clock) -> LibraryCosts | None:
     """The configured library's published costs (for the transfer estimates), or None."""
     from carousel.scheduler.planning_path import published_costs  # noqa: PLC0415
-    from hsm_adapters.registry import build_adapter  # noqa: PLC0415
 
-    adapter = build_adapter(settings.adapter, settings.adapter_options, clock)
+    adapter = sole_adapter(settings, clock)
     try:
         return published_costs(adapter)
     finally:

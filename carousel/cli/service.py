@@ -23,6 +23,7 @@ from carousel.api.http_server import OPEN_FILES_RESERVE, open_files_for, server_
 from carousel.buffer.layout import BufferLayout, BufferUnwritable
 from carousel.cli.console import CliFailure, err, out
 from carousel.config import Settings, buffer_directory
+from carousel.config.libraries import sole_adapter
 from carousel.db.engine import make_session_factory, open_database, printable_url
 from carousel.domain.clock import Clock, SystemClock
 from carousel.logging import configure_logging
@@ -36,7 +37,6 @@ from carousel.scheduler.event_pruning import AppliedEventsPruner
 from carousel.scheduler.runner import CycleRunner, SideJob
 from carousel.webhooks.deliverer import WebhookDeliverer
 from hsm_adapters.base import HsmAdapter
-from hsm_adapters.registry import build_adapter
 
 LISTEN_BACKLOG = 2048
 
@@ -74,7 +74,7 @@ def service_parts(settings: Settings) -> Iterator[Parts]:
     engine = open_database(settings)
     try:
         clock = SystemClock()
-        adapter = build_adapter(settings.adapter, settings.adapter_options, clock)
+        adapter = sole_adapter(settings, clock)
         try:
             yield Parts(
                 settings, engine, make_session_factory(engine), adapter, clock, ServiceMetrics(), buffer

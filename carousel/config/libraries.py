@@ -1,0 +1,88 @@
+"""Several libraries behind one queue (`libraries`, docs/decisions.md §15): each a name with its adapter and
+the adapter's options. Without `libraries` the service's `adapter` and `adapter_options` are one library
+named `default`, as they always were.
+
+The replay runs a site of several (`carousel simulate --libraries`); the service, until its queue records the
+library of each file, runs one: a process given several refuses to start, in one line that says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from carousel.domain.errors import ConfigError
+from carousel.domain.libraries import DEFAULT_LIBRARY, library_name_problem
+
+if TYPE_CHECKING:
+    from carousel.config import Settings
+    from carousel.domain.clock import Clock
+    from hsm_adapters.base import HsmAdapter
+
+SIMULATED = "simulated"
+
+
+class LibrarySettings(BaseModel):
+    """One library: its adapter and the adapter's options (a simulated library's over the embedded
+    defaults, key by key, as the service's own `adapter_options`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    adapter: str = SIMULATED
+    adapter_options: dict[str, Any] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _simulated_options_onto_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("adapter", SIMULATED) != SIMULATED:
+            return data
+        from carousel.config import simulated_options_onto_defaults  # noqa: PLC0415 (the package's)
+
+        given = data.get("adapter_options", {})
+        if not isinstance(given, Mapping):
+            return data  # not a table: the field's own validation names it
+        return {**data, "adapter_options": simulated_options_onto_defaults(given)}
+
+
+def check_library_names(libraries: Mapping[str, LibrarySettings]) -> Mapping[str, LibrarySettings]:
+    for name in libraries:
+        problem = library_name_problem(name)
+        if problem is not None:
+            raise ValueError(problem)
+    return libraries
+
+
+def libraries_of(settings: Settings) -> dict[str, LibrarySettings]:
+    """Every library the settings name, by name: `libraries`, or the one `default` of `adapter`."""
+    if settings.libraries:
+        return dict(settings.libraries)
+    return {
+        DEFAULT_LIBRARY: LibrarySettings.model_construct(
+            adapter=settings.adapter, adapter_options=settings.adapter_options
+        )
+    }
+
+
+def sole_library(settings: Settings) -> tuple[str, LibrarySettings]:
+    """The one library a service process runs; a ConfigError when the settings name several."""
+    libraries = libraries_of(settings)
+    if len(libraries) > 1:
+        raise ConfigError(
+            f"setting libraries: {len(libraries)} libraries ({', '.join(sorted(libraries))}), but the service"
+            " runs one library (carousel simulate --libraries replays several)"
+        )
+    return next(iter(libraries.items()))
+
+
+def sole_adapter(settings: Settings, clock: Clock) -> HsmAdapter:
+    """The adapter of the one library a process runs (ConfigError naming the library when it cannot be
+    built, or when the settings name several)."""
+    from hsm_adapters.registry import build_adapter  # noqa: PLC0415 (adapters load when a process needs one)
+
+    name, library = sole_library(settings)
+    try:
+        return build_adapter(library.adapter, library.adapter_options, clock)
+    except ConfigError as exc:
+        raise ConfigError(f"library {name}: {exc}" if settings.libraries else str(exc)) from exc
