@@ -14,9 +14,10 @@ to the byte (`carousel workload NAME --out T.csv` writes one).
   each cartridge's files at random places over its length. Its many one-file mounts make the robot a
   resource that binds as much as the drives do;
 - two_libraries (a site: `lto9` of 8 × lto9 and `lto7` of 4 × lto7, docs/decisions.md §15): 120 bulk
-  requests of 100 files within the first hour from three groups (50/30/20 % of requests), each dataset
-  spread over a few cartridges of either library; 300 LTO-9 and 150 LTO-7 cartridges whose ids repeat
-  between the libraries (T00001 is in both), as tape ids are unique per library only.
+  requests of 100 files (fewer when the dataset's cartridges hold fewer) within the first hour from three
+  groups (50/30/20 % of requests), each dataset spread over a few cartridges of either library; 300 LTO-9
+  and 150 LTO-7 cartridges whose ids repeat between the libraries (T00001 is in both), as tape ids are
+  unique per library only.
 
 `scale` shrinks a workload (requests and cartridges together) for tests; the full size is scale 1.
 """
