@@ -280,3 +280,13 @@ def test_bad_site_invocations_fail_in_one_line(tmp_path, arguments, message):
     assert result.exit_code == 2
     assert message in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_library_the_trace_never_names_stays_idle_and_is_reported_as_such():
+    trace = make_trace([TraceRow(0.0, "r", "/x", GB, "T1", 0, library="new")], "one file")
+    result = replay(trace, ReplayConfig(profile="lto9", drives=1, policy="carousel", libraries=SITE))
+    summary = summarise(result)
+    assert summary["files"] == 1 and summary["libraries"]["new"]["files"] == 1
+    idle = summary["libraries"]["old"]
+    assert (idle["files"], idle["mounts"], idle["physical_bound_s"], idle["binding"]) == (0, 0, 0.0, "none")
+    assert summary["bound_detail"]["library"] == "new"
