@@ -27,7 +27,7 @@ from carousel.cli.policy import policy_app
 from carousel.cli.report import report
 from carousel.cli.simulate import simulate
 from carousel.config import Settings, load_settings
-from carousel.config.libraries import sole_adapter
+from carousel.config.libraries import sole_adapter, sole_library
 from carousel.domain.errors import ConfigError, DomainError
 
 NATIVE = "/api/native/v1"
@@ -373,7 +373,9 @@ def library_files(
     adapter = sole_adapter(settings, SystemClock())
     try:
         if not isinstance(adapter, SimulatedAdapter):
-            raise CliFailure(f"the {settings.adapter!r} adapter keeps no catalogue carousel can list")
+            raise CliFailure(
+                f"the {sole_library(settings)[1].adapter!r} adapter keeps no catalogue carousel can list"
+            )
         catalogue = adapter.library.catalogue
         if tape is not None and tape not in catalogue.tapes:
             raise CliFailure(f"--tape {tape}: no such cartridge in the library")

@@ -23,7 +23,7 @@ from carousel.api.http_server import OPEN_FILES_RESERVE, open_files_for, server_
 from carousel.buffer.layout import BufferLayout, BufferUnwritable
 from carousel.cli.console import CliFailure, err, out
 from carousel.config import Settings, buffer_directory
-from carousel.config.libraries import sole_adapter
+from carousel.config.libraries import sole_adapter, sole_library
 from carousel.db.engine import make_session_factory, open_database, printable_url
 from carousel.domain.clock import Clock, SystemClock
 from carousel.logging import configure_logging
@@ -217,7 +217,7 @@ def run_scheduler(settings: Settings, *, once: bool) -> None:
 def _describe_library(parts: Parts) -> str:
     """The adapter's own one-line description when it has one (the simulated library says its size)."""
     describe = getattr(parts.adapter, "describe", None)
-    return str(describe()) if callable(describe) else f"{parts.settings.adapter} adapter"
+    return str(describe()) if callable(describe) else f"{sole_library(parts.settings)[1].adapter} adapter"
 
 
 def _scheduler_metrics(parts: Parts) -> Callable[[], None]:
