@@ -30,6 +30,7 @@ from carousel.db import completion_queries as q
 from carousel.db.lock_order import lock_links_and_files
 from carousel.domain.buffer import Pinning
 from carousel.domain.completion import Completion, Counted, FileNow, RetryRule, holds_attempt, read_ended
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.states import FileMove, FileState
 from hsm_adapters.base import Event, EventKind
 
@@ -56,10 +57,13 @@ def apply_events(
     events: Sequence[Event],
     retry: RetryRule,
     pinning: Pinning | None = None,
+    *,
+    library: str = DEFAULT_LIBRARY,
 ) -> CompletionReport:
     """With `pinning` (the disk buffer is on) a staged file's bytes are in the buffer: the file is marked on
     disk from pinning.now and each request waiting for it gets its pin (carousel.completion.landing has
-    landed the bytes, or turned the event into a failure)."""
+    landed the bytes, or turned the event into a failure). `library`: whose adapter the events came from;
+    the mounts they open and close are that library's."""
     report = CompletionReport()
     done = q.applied_seqs(session, adapter, {e.seq for e in events})
     fresh: list[Event] = []
@@ -72,7 +76,7 @@ def apply_events(
     file_ids = [int(e.file_key) for e in fresh if e.file_key and e.file_key.isdigit()]
     lock_links_and_files(session, file_ids)
     files = bulk.files_now(session, file_ids)
-    writes = _Writes(pinning)
+    writes = _Writes(pinning, library)
     for event in fresh:
         _apply_one(session, event, retry=retry, report=report, files=files, writes=writes)
     writes.flush(session)
@@ -86,8 +90,9 @@ class _Writes:
     Written kind by kind in the order of a recall's life (started before finished), which is their event
     order: a file starts before it ends, and ends once in one library."""
 
-    def __init__(self, pinning: Pinning | None) -> None:
+    def __init__(self, pinning: Pinning | None, library: str = DEFAULT_LIBRARY) -> None:
         self.pinning = pinning
+        self.library = library  # whose events these are: its mounts are its own (docs/decisions.md §15)
         self.recalls_started: list[dict[str, Any]] = []
         self.files_started: list[dict[str, Any]] = []
         self.recalls_finished: list[dict[str, Any]] = []
@@ -101,7 +106,7 @@ class _Writes:
         bulk.files_started(session, self.files_started)
         bulk.recalls_finished(session, self.recalls_finished)
         for (tape, drive), (count, size) in self.mount_reads.items():
-            bulk.mount_reads(session, tape, drive, count, size)
+            bulk.mount_reads(session, tape, drive, count, size, library=self.library)
         bulk.files_staged(session, self.files_staged, self.pinning)
         for pending in (self.recalls_started, self.files_started, self.recalls_finished, self.files_staged):
             pending.clear()
@@ -120,13 +125,13 @@ def _apply_one(
     if event.kind is EventKind.MOUNTED:
         writes.flush(session)
         if event.tape is not None:
-            q.mount_opened(session, event.tape, event.drive, event.at)
+            q.mount_opened(session, event.tape, event.drive, event.at, library=writes.library)
             report.mounts += 1
         return
     if event.kind is EventKind.UNMOUNTED:
         writes.flush(session)  # the mount's reads count before it closes
         if event.tape is not None:
-            q.mount_closed(session, event.tape, event.drive, event.at)
+            q.mount_closed(session, event.tape, event.drive, event.at, library=writes.library)
         return
 
     file = _file_of(event, files)

@@ -20,6 +20,7 @@ from carousel.db.state_sets import one_of
 from carousel.db.webhook_queries import enqueue_deliveries
 from carousel.domain.buffer import Pinning
 from carousel.domain.completion import FileNow
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.states import FILE_IN_FLIGHT, STAGE, FileState, LinkState, RequestState
 
 F = QueuedFileRow
@@ -107,9 +108,17 @@ def recalls_finished(session: Session, rows: Sequence[dict[str, Any]]) -> None:
     )
 
 
-def mount_reads(session: Session, tape: str, drive: str | None, files: int, bytes_read: int) -> None:
-    """Reads of one open mount, counted in one statement."""
-    clauses = [Mount.tape == tape, Mount.unmounted_at.is_(None)]
+def mount_reads(
+    session: Session,
+    tape: str,
+    drive: str | None,
+    files: int,
+    bytes_read: int,
+    *,
+    library: str = DEFAULT_LIBRARY,
+) -> None:
+    """Reads of one open mount (of `library`), counted in one statement."""
+    clauses = [Mount.library == library, Mount.tape == tape, Mount.unmounted_at.is_(None)]
     if drive is not None:
         clauses.append(Mount.drive == drive)
     session.execute(

@@ -10,12 +10,15 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
+from carousel.completion.apply import apply_events
 from carousel.db.engine import transaction
 from carousel.db.models import Mount, QueuedFileRow, Recall
 from carousel.db.usage_queries import group_usage
+from carousel.domain.completion import RetryRule
 from carousel.domain.planning import ReadOrder, Selection
 from carousel.domain.queue import HandedOver
 from carousel.scheduler.queue_store import DatabaseQueueStore
+from hsm_adapters.base import Event, EventKind
 from tests.integration.conftest import EPOCH_FOR_ROWS as T0
 from tests.integration.scheduler.rows import add_request, queued
 
@@ -103,3 +106,16 @@ def test_usage_is_the_sites_in_reference_drive_seconds(session_factory):
     assert math.isclose(unweighted["cms"], 1000.0)
     store = DatabaseQueueStore(session_factory, library="new", usage_weights={"new": 1.0, "old": 0.75})
     assert {u.group: u.drive_s for u in store.demand(at(2000)).usage} == usage
+
+
+def test_a_librarys_events_open_and_close_its_own_mounts(session_factory):
+    retry = RetryRule(max_attempts=3, backoff_s=0)
+    with transaction(session_factory) as session:
+        for library in ("new", "old"):
+            mounted = Event(EventKind.MOUNTED, at(0), seq=1, tape="T1", drive="d1")
+            apply_events(session, f"{library}:stream", [mounted], retry, library=library)
+        unmounted = Event(EventKind.UNMOUNTED, at(50), seq=2, tape="T1", drive="d1")
+        apply_events(session, "old:stream", [unmounted], retry, library="old")
+    with session_factory() as session:
+        rows = session.execute(select(Mount.library, Mount.tape, Mount.unmounted_at).order_by(Mount.library))
+        assert rows.all() == [("new", "T1", None), ("old", "T1", at(50))]
