@@ -2,8 +2,9 @@
 the adapter's options. Without `libraries` the service's `adapter` and `adapter_options` are one library
 named `default`, as they always were.
 
-The replay runs a site of several (`carousel simulate --libraries`); the service, until its queue records the
-library of each file, runs one: a process given several refuses to start, in one line that says so.
+The replay runs a site of several libraries (`carousel simulate --libraries`), and so does the service
+(`carousel serve`, `carousel scheduler`: `build_libraries`). Commands that work on one library (`carousel
+library files`, the reports' and the policy commands' adapter) refuse several, in one line that says so.
 """
 
 from __future__ import annotations
@@ -70,8 +71,8 @@ def sole_library(settings: Settings) -> tuple[str, LibrarySettings]:
     libraries = libraries_of(settings)
     if len(libraries) > 1:
         raise ConfigError(
-            f"setting libraries: {len(libraries)} libraries ({', '.join(sorted(libraries))}), but the service"
-            " runs one library (carousel simulate --libraries replays several)"
+            f"setting libraries: {len(libraries)} libraries ({', '.join(sorted(libraries))}), but this"
+            " command works on one library (carousel serve and carousel scheduler run several)"
         )
     return next(iter(libraries.items()))
 
@@ -86,3 +87,22 @@ def sole_adapter(settings: Settings, clock: Clock) -> HsmAdapter:
         return build_adapter(library.adapter, library.adapter_options, clock)
     except ConfigError as exc:
         raise ConfigError(f"library {name}: {exc}" if settings.libraries else str(exc)) from exc
+
+
+def build_libraries(settings: Settings, clock: Clock) -> dict[str, HsmAdapter]:
+    """Every library's adapter, by name, in the settings' order (a ConfigError naming the library that cannot
+    be built; those built before it are closed)."""
+    from hsm_adapters.registry import build_adapter  # noqa: PLC0415 (adapters load when a process needs one)
+
+    built: dict[str, HsmAdapter] = {}
+    try:
+        for name, library in libraries_of(settings).items():
+            try:
+                built[name] = build_adapter(library.adapter, library.adapter_options, clock)
+            except ConfigError as exc:
+                raise ConfigError(f"library {name}: {exc}" if settings.libraries else str(exc)) from exc
+    except ConfigError:
+        for adapter in built.values():
+            adapter.close()
+        raise
+    return built

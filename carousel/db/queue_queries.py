@@ -326,13 +326,14 @@ def recover_stale_claims(session: Session, claimed_before: datetime) -> int:
 # --- cancels ----------------------------------------------------------------------------------------------
 
 
-def unwanted_in_flight(session: Session, limit: int) -> list[int]:
+def unwanted_in_flight(session: Session, limit: int, library: str | None = None) -> list[int]:
     """Files with the HSM (or about to be) that no requester waits for any more: their cancel must reach
-    the HSM."""
+    the HSM (`library`'s, whose adapter holds them; None: any)."""
     return list(
         session.scalars(
             select(F.id)
             .where(F.state.in_(values(FILE_IN_FLIGHT)), ~_has_pending_link())
+            .where(*_of_library(F.library, library))
             .order_by(F.id)
             .limit(limit)
         )

@@ -170,6 +170,21 @@ def replay_library(trace: Trace, config: ReplayConfig, policy: Policy | None = N
     return _library_of(trace.rows, trace.source, config.sites()[0], config, policy)
 
 
+def site_libraries(trace: Trace, config: ReplayConfig) -> dict[str, ReplayLibrary]:
+    """Every library of the configured site, fresh, each holding its own rows' files and set up as the replay
+    sets it up: what the service runs when it is compared with a replay."""
+    return {
+        spec.name: _library_of(
+            trace.rows if not config.libraries else tuple(r for r in trace.rows if r.library == spec.name),
+            trace.source,
+            spec,
+            config,
+            None,
+        )
+        for spec in config.sites()
+    }
+
+
 def _library_of(
     rows: tuple[TraceRow, ...],
     source: str,

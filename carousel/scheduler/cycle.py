@@ -41,6 +41,7 @@ from carousel.db.transient_errors import database_unavailable
 from carousel.domain.buffer import BufferLimits, BufferView, Pinning
 from carousel.domain.clock import Clock
 from carousel.domain.completion import RetryRule
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.planning import LibraryCosts, Plan
 from carousel.domain.states import NOT_ON_TAPE
 from carousel.scheduler.buffer_adoption import staged_in_buffer
@@ -51,6 +52,7 @@ from carousel.scheduler.live_snapshot import LibraryState, library_state, live_q
 from carousel.scheduler.planning_path import PlanningPath, published_costs
 from carousel.scheduler.read_timeouts import ReadTimeouts, database_queue
 from carousel.scheduler.resilient_store import ResilientStore
+from carousel.scheduler.site_role import LibraryOfSite
 from hsm_adapters.base import (
     Event,
     Health,
@@ -68,11 +70,13 @@ CANCELS_PER_CYCLE = 10_000
 T = TypeVar("T")
 
 
-def event_stream_name(adapter: HsmAdapter) -> str:
-    """Where completion records the events it applied: the adapter's name and this instance. Event sequence
-    numbers count per adapter instance, so a restarted process (a new instance, counting from 1 again) must
-    not find its events taken for ones applied before. At most 64 characters (applied_events.adapter)."""
-    return f"{adapter.name[:40]}:{uuid.uuid4().hex[:16]}"
+def event_stream_name(adapter: HsmAdapter, library: str = DEFAULT_LIBRARY) -> str:
+    """Where completion records the events it applied: the adapter's name and this instance (and the library,
+    when it is not the one `default`: each library's adapter counts its own). Event sequence numbers count
+    per adapter instance, so a restarted process (a new instance, counting from 1 again) must not find its
+    events taken for ones applied before. At most 64 characters (applied_events.adapter)."""
+    named = adapter.name[:40] if library == DEFAULT_LIBRARY else f"{library[:32]}/{adapter.name[:7]}"
+    return f"{named}:{uuid.uuid4().hex[:16]}"
 
 
 @dataclass(slots=True)
@@ -112,6 +116,8 @@ class CycleReport:
     evicted_files: int = 0  # evicted from the buffer to make room for this cycle's hand-over
     elapsed_s: float = 0.0
     errors: list[str] = field(default_factory=list)
+    # a site of several libraries: each library's own report (this one adds them up: site_cycle.py)
+    libraries: dict[str, CycleReport] = field(default_factory=dict)
 
 
 def buffer_limits(settings: Settings) -> BufferLimits:
@@ -130,7 +136,12 @@ class Cycle:
         leader_lock: LeaderLock | None = None,
         costs: LibraryCosts | None = None,
         policy_source: Callable[[], Policy] | None = None,
+        site: LibraryOfSite | None = None,
     ) -> None:
+        # one library of a site (carousel.scheduler.site_cycle): its queue, events and reads only; the site's
+        # steps (buffer, stale claims, lookups across every library) in its first library's cycle alone
+        self.site = site or LibraryOfSite()
+        self.library = self.site.name
         self.settings = settings
         self.session_factory = session_factory
         self.adapter = adapter
@@ -152,7 +163,11 @@ class Cycle:
                 evict_on_release=settings.buffer.evict_on_release,
             )
         )
-        self.store = ResilientStore(live_queue_store(settings, session_factory))
+        self.store = ResilientStore(
+            live_queue_store(
+                settings, session_factory, library=self.library, usage_weights=self.site.usage_weights
+            )
+        )
         # snapshot, plan, claim, submit, record: the very code the trace replay runs over its memory store
         self.path = PlanningPath(
             self.store,
@@ -167,13 +182,14 @@ class Cycle:
             else LiveBuffer(buffer_limits(settings), self.buffer_upkeep),
         )
         self.retry = RetryRule(max_attempts=settings.max_attempts, backoff_s=settings.retry_backoff_s)
-        self.event_stream = event_stream_name(adapter)
+        self.event_stream = event_stream_name(adapter, self.library)
         self.inflight = InFlightWatch(
             session_factory,
             adapter,
             clock,
             timeout_s=settings.inflight_timeout_s,
             destination=self._destination if self.buffer is not None else None,
+            library=self.library,
         )
         # the recovery pace and the liveness watch, as the trace replay runs them too
         self.feed = FeedControl(
@@ -182,7 +198,7 @@ class Cycle:
             costs=self.path.costs,
         )
         self.read_timeouts = ReadTimeouts(
-            *database_queue(session_factory, self.event_stream, self.retry),
+            *database_queue(session_factory, self.event_stream, self.retry, self.library),
             adapter,
             clock,
             costs=self.path.costs,
@@ -219,10 +235,17 @@ class Cycle:
         self.leader_lock.release()
 
     def _run(self, report: CycleReport) -> None:
+        self.take_news(report)
+        self.plan_and_submit(report)
+
+    def take_news(self, report: CycleReport) -> None:
+        """The cycle's first half, the leader lock held: a new term's work, what the library reported. A site
+        takes every library's news before it plans any (carousel.scheduler.site_cycle)."""
+        site_steps = self.site.site_steps
         if self.leader_lock.term != self._term:
             self._term = self.leader_lock.term
             report.new_term = True
-            if self.buffer is not None:
+            if self.buffer is not None and site_steps:
                 # before anything is handed over again: the directories are there, what a crash left half
                 # written goes
                 self.buffer.prepare()
@@ -236,8 +259,14 @@ class Cycle:
         # before anything else: claims recovery must not requeue files a library took under their claim
         report.recorded_late = self.store.record_unrecorded()
         self._apply_events(report)
-        self._recover_claims(report)
-        if self.buffer_upkeep is not None:
+
+    def plan_and_submit(self, report: CycleReport) -> None:
+        """The cycle's second half, the leader lock held: recovery, the library's state, lookups, cancels,
+        the snapshot, the plan, the hand-over."""
+        site_steps = self.site.site_steps
+        if site_steps:
+            self._recover_claims(report)
+        if self.buffer_upkeep is not None and site_steps:
             report.buffer = UpkeepReport()
             self.buffer_upkeep.run(report.buffer)
         library = self._library_state(report)
@@ -247,8 +276,10 @@ class Cycle:
                 # the library holds more now
                 library = replace(library, capacity=self._library_state(report).capacity)
             self._time_out_reads(report)
-            self._retry_lookups(report)
             self._push_cancels(report)
+        # a site's lookup asks every library: one library's outage holds back only its own answers
+        if site_steps and (library.online or self.site.lookup is not None):
+            self._retry_lookups(report)
         # an outage stops submission, a stall all but a probe; the plan is still made for the report
         budget = self.feed.budget(library.health, self.clock.now())
         report.budget, report.stalled_since = budget.files, budget.stalled_since
@@ -309,7 +340,9 @@ class Cycle:
             events, report.landing = land_staged(self.buffer, self.session_factory, events)
             pinning = Pinning(self.clock.now(), self.settings.buffer.default_lifetime_s)
         report.events = self._transaction(
-            lambda session: apply_events(session, self.event_stream, events, self.retry, pinning)
+            lambda session: apply_events(
+                session, self.event_stream, events, self.retry, pinning, library=self.library
+            )
         )
         self._unapplied = []
 
@@ -376,7 +409,7 @@ class Cycle:
         if not unresolved:
             return
         try:
-            results = self.adapter.lookup([u.path for u in unresolved])
+            results = (self.site.lookup or self.adapter).lookup([u.path for u in unresolved])
         except Exception as exc:
             self._note(report, "lookup", exc)
             return
@@ -396,6 +429,7 @@ class Cycle:
                         tape=result.tape,
                         position_bytes=result.position_bytes,
                         size_bytes=result.size_bytes,
+                        library=result.library or self.library,
                     )
                 elif isinstance(result, NotOnTape):
                     not_on_tape += finish_file(session, file.id, NOT_ON_TAPE, now, error=result.reason)
@@ -414,7 +448,9 @@ class Cycle:
     # --- cancels ------------------------------------------------------------------------------------------
 
     def _push_cancels(self, report: CycleReport) -> None:
-        unwanted = self._transaction(lambda session: q.unwanted_in_flight(session, CANCELS_PER_CYCLE))
+        unwanted = self._transaction(
+            lambda session: q.unwanted_in_flight(session, CANCELS_PER_CYCLE, self.library)
+        )
         self._cancel_asked &= set(unwanted)
         to_ask = [file_id for file_id in unwanted if file_id not in self._cancel_asked]
         if not to_ask:

@@ -101,9 +101,9 @@ def test_one_named_library_is_the_library_a_process_runs(monkeypatch, tmp_path) 
 
 def test_a_service_process_given_several_libraries_refuses_in_one_line(monkeypatch, tmp_path) -> None:
     with_file(monkeypatch, tmp_path, TWO)
-    with pytest.raises(ConfigError, match=r"2 libraries \(new, old\), but the service runs one library"):
+    with pytest.raises(ConfigError, match=r"2 libraries \(new, old\), but this command works on one library"):
         sole_library(load_settings())
     result = CliRunner().invoke(app, ["library", "files", "--limit", "1"])
     assert result.exit_code == 2
-    assert "2 libraries (new, old), but the service runs one library" in result.output
+    assert "2 libraries (new, old), but this command works on one library" in result.output
     assert len(result.output.strip().splitlines()) == 1
