@@ -75,7 +75,7 @@ def event_stream_name(adapter: HsmAdapter, library: str = DEFAULT_LIBRARY) -> st
     when it is not the one `default`: each library's adapter counts its own). Event sequence numbers count
     per adapter instance, so a restarted process (a new instance, counting from 1 again) must not find its
     events taken for ones applied before. At most 64 characters (applied_events.adapter)."""
-    named = adapter.name[:40] if library == DEFAULT_LIBRARY else f"{library[:32]}/{adapter.name[:7]}"
+    named = adapter.name[:40] if library == DEFAULT_LIBRARY else f"{library}/{adapter.name}"[:47]
     return f"{named}:{uuid.uuid4().hex[:16]}"
 
 
