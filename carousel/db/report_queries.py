@@ -230,6 +230,7 @@ def mount_sessions(session: Session, since: datetime, until: datetime) -> list[M
         else_=0.0,
     )
     during = and_(
+        Recall.library == Mount.library,  # a tape is (library, tape): docs/decisions.md §15
         Recall.tape == Mount.tape,
         or_(Mount.drive.is_(None), Recall.drive == Mount.drive),
         Recall.started_at >= Mount.mounted_at,

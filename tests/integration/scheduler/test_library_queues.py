@@ -1,7 +1,7 @@
 """One library's queue in the database (docs/decisions.md §15), on PostgreSQL and SQLite: the same tape ID in
 two libraries is two tapes; a library's snapshot and claims (of any tape too) hold its own files only; its
 hand-overs record recalls of its own; fair-share usage is the site's, each library's drive time by its
-weight, and a mount charges the reads of its own library only."""
+weight, and a mount (in fair share and in the reports) has the reads of its own library only."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from sqlalchemy import select
 from carousel.completion.apply import apply_events
 from carousel.db.engine import transaction
 from carousel.db.models import Mount, QueuedFileRow, Recall
+from carousel.db.report_queries import mount_sessions
 from carousel.db.usage_queries import group_usage
 from carousel.domain.completion import RetryRule
 from carousel.domain.planning import ReadOrder, Selection
@@ -119,3 +120,29 @@ def test_a_librarys_events_open_and_close_its_own_mounts(session_factory):
     with session_factory() as session:
         rows = session.execute(select(Mount.library, Mount.tape, Mount.unmounted_at).order_by(Mount.library))
         assert rows.all() == [("new", "T1", None), ("old", "T1", at(50))]
+
+
+def test_the_reports_mount_sessions_count_each_librarys_own_reads(session_factory):
+    two_libraries(session_factory)
+    with transaction(session_factory) as session:
+        ids = dict(session.execute(select(QueuedFileRow.path, QueuedFileRow.id)).all())
+        session.add_all(
+            Mount(tape="T1", library=library, drive="d1", mounted_at=at(0), unmounted_at=at(1000))
+            for library in ("new", "old")
+        )
+        session.add_all(
+            Recall(
+                file_id=ids[path],
+                library=library,
+                batch_key="k",
+                tape="T1",
+                submitted_at=at(0),
+                started_at=at(100),
+                finished_at=at(200),
+                drive="d1",
+            )
+            for path, library in (("/n1", "new"), ("/n2", "new"), ("/o1", "old"))
+        )
+    with session_factory() as session:
+        sessions = mount_sessions(session, at(0), at(2000))
+    assert sorted(s.reads for s in sessions) == [1, 2]  # not 3 and 3
