@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from carousel.domain.errors import ConfigError
+from carousel.domain.errors import ConfigError, InvalidInput
 from carousel.domain.libraries import DEFAULT_LIBRARY, library_name_problem
 
 if TYPE_CHECKING:
@@ -106,3 +106,28 @@ def build_libraries(settings: Settings, clock: Clock) -> dict[str, HsmAdapter]:
             adapter.close()
         raise
     return built
+
+
+def chosen_library(settings: Settings, name: str | None, *, field: str = "library") -> str | None:
+    """A library a caller named (None: the whole site), checked against the settings' libraries: an unknown
+    name is bad input naming `field`."""
+    if name is None:
+        return None
+    libraries = libraries_of(settings)
+    if name not in libraries:
+        raise InvalidInput(
+            f"{field}: {name[:64]!r} is not a library of this site (its libraries: {', '.join(libraries)})",
+            field=field,
+        )
+    return name
+
+
+def library_adapter(settings: Settings, name: str, clock: Clock) -> HsmAdapter:
+    """The adapter of the library `name` (one of the settings'), built alone."""
+    from hsm_adapters.registry import build_adapter  # noqa: PLC0415 (adapters load when a process needs one)
+
+    library = libraries_of(settings)[name]
+    try:
+        return build_adapter(library.adapter, library.adapter_options, clock)
+    except ConfigError as exc:
+        raise ConfigError(f"library {name}: {exc}" if settings.libraries else str(exc)) from exc

@@ -1,21 +1,24 @@
-"""Staging on a site of two libraries through the Tape REST API, on PostgreSQL and SQLite: each file's row
-records the library holding the copy chosen (a path with copies in both: the one served soonest), the
-same tape ID in both libraries stays two tapes, and a path in neither fails as not on tape."""
+"""A site of two libraries through the API, on PostgreSQL and SQLite: staging records each file's library
+(a path with copies in both: the one served soonest; the same tape ID in both stays two tapes; a path in
+neither fails as not on tape); a report of one library holds its history only, and an unknown library is
+refused naming the parameter."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from carousel.db.models import QueuedFileRow
+from carousel.db.engine import transaction
+from carousel.db.models import Mount, QueuedFileRow
 from carousel.domain.clock import ManualClock
 from hsm_adapters.simulated.adapter import build_simulated_adapter
 from hsm_adapters.site import Site
-from tests.integration.api.conftest import SyncApi
+from tests.integration.api.conftest import SyncApi, assert_problem
 
 GB = 10**9
 
@@ -54,3 +57,42 @@ def test_each_file_records_the_library_of_the_copy_chosen(
     assert found["/old/b"] == ("QUEUED", "old", "T1")
     assert found["/both/x"] == ("QUEUED", "new", "T1")
     assert found["/nowhere"][0] == "FAILED"
+
+
+SITE_SETTINGS = {"libraries": {"new": {"adapter_options": {"profile": "lto9"}}, "old": {}}}
+
+
+def test_a_report_of_one_library_holds_its_mounts_only(
+    make_api: Callable[..., SyncApi], session_factory: sessionmaker[Session], clock: ManualClock
+) -> None:
+    api = make_api(**SITE_SETTINGS)
+    start = clock.now()
+    with transaction(session_factory) as session:
+        for library, minutes in (("new", 1), ("old", 2)):  # the same tape ID and drive name in both
+            session.add(
+                Mount(
+                    tape="T1",
+                    library=library,
+                    drive="d1",
+                    mounted_at=start + timedelta(minutes=minutes),
+                    unmounted_at=start + timedelta(minutes=minutes + 10),
+                )
+            )
+    window = {"since": start.isoformat(), "until": (start + timedelta(hours=1)).isoformat()}
+
+    def mounts(**query: str) -> list[str]:
+        response = api.get("/api/reports/mounts", params={**window, **query})
+        assert response.status_code == 200, response.text
+        return [row["mounted_at"] for row in response.json()["rows"]]
+
+    assert len(mounts()) == 2  # the site's
+    assert mounts(library="new") == [(start + timedelta(minutes=1)).isoformat().replace("+00:00", "Z")]
+    assert len(mounts(library="old")) == 1
+
+
+def test_an_unknown_library_is_refused_naming_the_parameter(make_api: Callable[..., SyncApi]) -> None:
+    api = make_api(**SITE_SETTINGS)
+    response = api.get("/api/reports/mounts", params={"library": "nope"})
+    assert_problem(
+        response, 400, field="library", says="'nope' is not a library of this site (its libraries: new, old)"
+    )
