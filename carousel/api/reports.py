@@ -98,6 +98,6 @@ def _costs(context: Context, library: str | None) -> LibraryCosts | None:
     """The published costs of the library reported on: the one library's, or a named library's of a site;
     none for a site as a whole (its libraries' differ)."""
     site = context.adapter
-    if isinstance(site, Site):
-        return published_costs(site.libraries[library]) if library is not None else None
+    if isinstance(site, Site) and library is not None:
+        return published_costs(site.libraries[library])
     return published_costs(site)

@@ -80,7 +80,7 @@ def service_parts(settings: Settings) -> Iterator[Parts]:
         clock = SystemClock()
         session_factory = make_session_factory(engine)
         libraries = build_libraries(settings, clock)
-        adapter = site_of(libraries, session_factory)
+        adapter = site_of(libraries, session_factory, named=bool(settings.libraries))
         try:
             yield Parts(
                 settings, engine, session_factory, adapter, clock, ServiceMetrics(), buffer, libraries
@@ -92,10 +92,13 @@ def service_parts(settings: Settings) -> Iterator[Parts]:
         engine.dispose()
 
 
-def site_of(libraries: dict[str, HsmAdapter], session_factory: sessionmaker[Session]) -> HsmAdapter:
-    """What the API asks: the one library's adapter, or the site's lookup across several (its choice of copy
-    weighs the bytes each library has queued)."""
-    if len(libraries) == 1:
+def site_of(
+    libraries: dict[str, HsmAdapter], session_factory: sessionmaker[Session], *, named: bool
+) -> HsmAdapter:
+    """What the API asks: the one library `default`'s adapter, or the site's (hsm_adapters.site) when the
+    settings name their libraries, even one, so each file's row records its library's name; a site of
+    several weighs the bytes each library has queued when it chooses a copy."""
+    if not named:
         return next(iter(libraries.values()))
 
     def backlog() -> dict[str, int]:
@@ -109,7 +112,7 @@ def _cycle(parts: Parts) -> tuple[Cycle | SiteCycle, CycleRunner]:
     # the admins' choice (carousel policy set, the admin API), read by every cycle; the settings' until then
     active = ActivePolicy(parts.settings, parts.session_factory)
     cycle: Cycle | SiteCycle
-    if len(parts.libraries) > 1:
+    if parts.settings.libraries:  # named libraries, one or several: their rows carry their names
         # each library plans with a policy of its own, all of them the admins' choice
         policies = {
             name: ActivePolicy(parts.settings, parts.session_factory).current for name in parts.libraries

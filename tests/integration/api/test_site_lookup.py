@@ -1,7 +1,7 @@
 """A site of two libraries through the API, on PostgreSQL and SQLite: staging records each file's library
 (a path with copies in both: the one served soonest; the same tape ID in both stays two tapes; a path in
 neither fails as not on tape); a report of one library holds its history only, and an unknown library is
-refused naming the parameter."""
+refused naming the parameter; the history replay, which runs one library, is refused (409)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,15 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from carousel.config.auth import AuthSettings
 from carousel.db.engine import transaction
 from carousel.db.models import Mount, QueuedFileRow
 from carousel.domain.clock import ManualClock
 from hsm_adapters.simulated.adapter import build_simulated_adapter
 from hsm_adapters.site import Site
 from tests.integration.api.conftest import SyncApi, assert_problem
+from tests.integration.api.test_auth import Bearer
+from tests.tokens import static_token
 
 GB = 10**9
 
@@ -96,3 +99,12 @@ def test_an_unknown_library_is_refused_naming_the_parameter(make_api: Callable[.
     assert_problem(
         response, 400, field="library", says="'nope' is not a library of this site (its libraries: new, old)"
     )
+
+
+def test_the_history_replay_of_a_site_of_several_libraries_is_refused(
+    make_api: Callable[..., SyncApi],
+) -> None:
+    token, entry = static_token("ops", admin=True)
+    api = make_api(**SITE_SETTINGS, anonymous=False, auth=AuthSettings(static_tokens=(entry,)))
+    response = Bearer(api, token).post("/api/admin/v1/policy/replay", json={"hours": 1})
+    assert_problem(response, 409, says="the history replay runs one library, and this site has 2 (new, old)")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from carousel.domain.clock import ManualClock
+from carousel.scheduler.planning_path import published_costs
 from hsm_adapters.base import Health, NotOnTape, OnTape, Unknown
 from hsm_adapters.simulated.adapter import build_simulated_adapter
 from hsm_adapters.site import Site
@@ -57,10 +58,15 @@ def test_a_library_that_does_not_answer_leaves_its_paths_unknown_not_absent(libr
     assert site.capacity().drives_total == 4
 
 
-def test_a_site_of_one_library_answers_as_that_library(libraries) -> None:
+def test_a_site_of_one_library_answers_as_that_library_naming_it(libraries) -> None:
     site = Site({"old": libraries["old"]})
     y, none = site.lookup(["/old/y", "/nowhere"])
     assert isinstance(y, OnTape) and y.library == "old"
     assert isinstance(none, NotOnTape) and not none.reason.startswith("in no library")
     with pytest.raises(TypeError, match="each library's adapter"):
         site.poll_events()
+
+
+def test_a_site_publishes_the_costs_of_its_one_library_only(libraries) -> None:
+    assert published_costs(Site({"old": libraries["old"]})) == libraries["old"].library_costs()
+    assert published_costs(Site(libraries)) is None  # two libraries' costs differ
