@@ -276,9 +276,11 @@ class Cycle:
                 # the library holds more now
                 library = replace(library, capacity=self._library_state(report).capacity)
             self._time_out_reads(report)
+            if site_steps:
+                self._retry_lookups(report)
             self._push_cancels(report)
-        # a site's lookup asks every library: one library's outage holds back only its own answers
-        if site_steps and (library.online or self.site.lookup is not None):
+        elif site_steps and self.site.lookup is not None:
+            # a site's lookup asks every library: this library's outage holds back only its own answers
             self._retry_lookups(report)
         # an outage stops submission, a stall all but a probe; the plan is still made for the report
         budget = self.feed.budget(library.health, self.clock.now())
