@@ -108,3 +108,15 @@ def test_the_history_replay_of_a_site_of_several_libraries_is_refused(
     api = make_api(**SITE_SETTINGS, anonymous=False, auth=AuthSettings(static_tokens=(entry,)))
     response = Bearer(api, token).post("/api/admin/v1/policy/replay", json={"hours": 1})
     assert_problem(response, 409, says="the history replay runs one library, and this site has 2 (new, old)")
+
+
+def test_the_dashboard_shows_each_library_beside_the_site(api: SyncApi, library: Site) -> None:
+    page = api.get("/dashboard")
+    assert page.status_code == 200, page.text
+    assert 'id="library-health">library ONLINE<' in page.text
+    assert 'id="library-health-new">new ONLINE · 0 / 8 drives<' in page.text
+    assert 'id="library-health-old">old ONLINE · 0 / 4 drives<' in page.text
+    library.libraries["new"].close()  # a closed adapter answers nothing: as a library that is down
+    page = api.get("/dashboard")
+    assert 'id="library-health">library DEGRADED<' in page.text
+    assert 'id="library-health-new">new unknown<' in page.text
