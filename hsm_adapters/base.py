@@ -39,6 +39,8 @@ class OnTape:
     size_bytes: int
     on_disk: bool = False
     checksum: str | None = None  # adler32 as 8 lower-case hex digits, when the library knows it
+    # which of the site's libraries holds the copy chosen (hsm_adapters.site); an adapter leaves it None
+    library: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,9 @@ from carousel.api.auth import AdminCaller, require_admin
 from carousel.api.context import AppContext, Context, DbSession, DbSlot
 from carousel.api.problems import PROBLEM_JSON
 from carousel.config import library_time_scale
+from carousel.config.libraries import libraries_of
 from carousel.db.engine import transaction
+from carousel.domain.errors import Conflict
 from carousel.domain.policy_choice import PolicyChoice
 from carousel.outlook.projection import Projection
 from carousel.outlook.reasons import classify
@@ -166,7 +168,14 @@ def post_history_replay(body: HistoryReplayIn, context: Context, _slot: DbSlot) 
     """The requests of the last `hours` replayed through the simulator under a candidate policy (default:
     the active one), beside what happened and the active policy's replay of them. Runs for seconds to a
     minute (limits.max_replay_files). 400 naming the field: a policy that does not build, a window over the
-    limit, a library the settings do not describe (give `profile` and `drives`)."""
+    limit, a library the settings do not describe (give `profile` and `drives`). 409: a site of several
+    libraries (the replay runs one)."""
+    libraries = libraries_of(context.settings)
+    if len(libraries) > 1:
+        raise Conflict(
+            f"the history replay runs one library, and this site has {len(libraries)}"
+            f" ({', '.join(libraries)}): replay a site with carousel simulate --libraries"
+        )
     active = _active_choice(context)
     done = replay_history(
         context.session_factory,

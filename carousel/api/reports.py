@@ -6,6 +6,7 @@ hour or a day. The database is read in one session, closed before the figure is 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
@@ -14,10 +15,13 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response
 
 from carousel.api.context import Context
+from carousel.config.libraries import chosen_library
+from carousel.domain.planning import LibraryCosts
 from carousel.reports.catalog import KINDS, build_report, kind_named
 from carousel.reports.table import Report, to_csv, to_document
 from carousel.reports.window import Bucket, make_window
 from carousel.scheduler.planning_path import published_costs
+from hsm_adapters.site import Site
 
 router = APIRouter(prefix="/api/reports", tags=["reports"])
 
@@ -75,11 +79,25 @@ def report(
     ] = None,
     bucket: Annotated[Bucket | None, Query(description="hour or day (default: the report's own)")] = None,
     output: Annotated[Format, Query(alias="format", description="json, csv or png")] = Format.JSON,
+    library: Annotated[
+        str | None,
+        Query(max_length=64, description="one library's history (default: the whole site's)"),
+    ] = None,
 ) -> Response:
     """One report over a window; the columns, with their units and meaning, are in the JSON document."""
     chosen = kind_named(kind)
     now = context.clock.now()
     window = make_window(since, until, bucket or chosen.default_bucket, now)
+    window = replace(window, library=chosen_library(context.settings, library))
     with context.session_factory() as session:  # read only: nothing to commit
-        built = build_report(chosen.name, session, window, now, published_costs(context.adapter))
+        built = build_report(chosen.name, session, window, now, _costs(context, window.library))
     return render(built, output)
+
+
+def _costs(context: Context, library: str | None) -> LibraryCosts | None:
+    """The published costs of the library reported on: the one library's, or a named library's of a site;
+    none for a site as a whole (its libraries' differ)."""
+    site = context.adapter
+    if isinstance(site, Site) and library is not None:
+        return published_costs(site.libraries[library])
+    return published_costs(site)

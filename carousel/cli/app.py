@@ -28,6 +28,7 @@ from carousel.cli.policy import policy_app
 from carousel.cli.report import report
 from carousel.cli.simulate import simulate
 from carousel.config import Settings, load_settings
+from carousel.config.libraries import sole_adapter, sole_library
 from carousel.domain.errors import ConfigError, DomainError
 
 NATIVE = "/api/native/v1"
@@ -379,14 +380,15 @@ def library_files(
     """Paths the configured library holds, to try staging (one a line: pipe into `submit --from-file -`)."""
     # the adapters (numpy and the simulator) load for this command only
     from carousel.domain.clock import SystemClock  # noqa: PLC0415
-    from hsm_adapters.registry import build_adapter  # noqa: PLC0415
     from hsm_adapters.simulated.adapter import SimulatedAdapter  # noqa: PLC0415
 
     settings = load_settings()
-    adapter = build_adapter(settings.adapter, settings.adapter_options, SystemClock())
+    adapter = sole_adapter(settings, SystemClock())
     try:
         if not isinstance(adapter, SimulatedAdapter):
-            raise CliFailure(f"the {settings.adapter!r} adapter keeps no catalogue carousel can list")
+            raise CliFailure(
+                f"the {sole_library(settings)[1].adapter!r} adapter keeps no catalogue carousel can list"
+            )
         catalogue = adapter.library.catalogue
         if tape is not None and tape not in catalogue.tapes:
             raise CliFailure(f"--tape {tape}: no such cartridge in the library")

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from carousel.config import Settings, library_time_scale, load_settings
+from carousel.config.libraries import sole_adapter
 from carousel.domain.clock import SystemClock
 from carousel.domain.errors import InvalidInput
 from carousel.domain.policy_choice import PolicyChoice
@@ -202,7 +203,6 @@ def dry_run_command(
     from carousel.db.engine import transaction  # noqa: PLC0415
     from carousel.policy_admin import changes  # noqa: PLC0415
     from carousel.policy_admin.dry_run import dry_run  # noqa: PLC0415
-    from hsm_adapters.registry import build_adapter  # noqa: PLC0415
 
     settings = load_settings()
     clock = SystemClock()
@@ -210,7 +210,7 @@ def dry_run_command(
         with transaction(factory) as session:
             active = changes.active_settings(session, settings).choice
         candidate = _candidate(name, options, options_file, active)
-        adapter = build_adapter(settings.adapter, settings.adapter_options, clock)
+        adapter = sole_adapter(settings, clock)
         try:
             done = dry_run(settings, factory, adapter, clock, candidate=candidate, active=active)
         finally:

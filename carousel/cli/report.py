@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from dataclasses import replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Annotated
 import typer
 
 from carousel.config import Settings, load_settings
+from carousel.config.libraries import chosen_library, libraries_of, library_adapter, sole_adapter
 from carousel.domain.clock import Clock, SystemClock
 from carousel.domain.errors import InvalidInput
 from carousel.domain.planning import LibraryCosts
@@ -49,12 +51,14 @@ def parse_time(text: str, name: str, before: datetime) -> datetime:
         ) from None
 
 
-def library_costs(settings: Settings, clock: Clock) -> LibraryCosts | None:
-    """The configured library's published costs (for the transfer estimates), or None."""
+def library_costs(settings: Settings, clock: Clock, library: str | None = None) -> LibraryCosts | None:
+    """The published costs (for the transfer estimates) of the library reported on: the one configured, or
+    the one named; None for a site of several as a whole (its libraries' differ)."""
     from carousel.scheduler.planning_path import published_costs  # noqa: PLC0415
-    from hsm_adapters.registry import build_adapter  # noqa: PLC0415
 
-    adapter = build_adapter(settings.adapter, settings.adapter_options, clock)
+    if library is None and len(libraries_of(settings)) > 1:
+        return None
+    adapter = sole_adapter(settings, clock) if library is None else library_adapter(settings, library, clock)
     try:
         return published_costs(adapter)
     finally:
@@ -76,6 +80,9 @@ def report(
     out: Annotated[
         Path | None, typer.Option("--out", help="write to this file (default: standard output)")
     ] = None,
+    library: Annotated[
+        str | None, typer.Option(help="one library's history (default: the whole site's)")
+    ] = None,
 ) -> None:
     """A throughput, mount or queue report from the recorded history (columns: docs/operations.md)."""
     from carousel.db.engine import make_session_factory, open_database  # noqa: PLC0415
@@ -90,7 +97,8 @@ def report(
     start = parse_time(since, "since", end or now) if since is not None else None
     window = make_window(start, end, bucket or chosen.default_bucket, now)
     settings = load_settings()
-    costs = library_costs(settings, clock)
+    window = replace(window, library=chosen_library(settings, library, field="--library"))
+    costs = library_costs(settings, clock, window.library)
     engine = open_database(settings)
     try:
         with make_session_factory(engine)() as session:

@@ -12,7 +12,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import structlog
@@ -27,7 +27,9 @@ from carousel.buffer.layout import BufferLayout, BufferUnwritable
 from carousel.cli.console import CliFailure, err, out
 from carousel.cli.workers import run_workers
 from carousel.config import Settings, buffer_directory
-from carousel.db.engine import make_session_factory, open_database, printable_url
+from carousel.config.libraries import build_libraries, libraries_of
+from carousel.db.engine import make_session_factory, open_database, printable_url, transaction
+from carousel.db.library_queries import queued_bytes_by_library
 from carousel.domain.clock import Clock, SystemClock
 from carousel.logging import configure_logging
 from carousel.observability.cycles import observed
@@ -38,9 +40,10 @@ from carousel.scheduler.cycle import Cycle, CycleReport
 from carousel.scheduler.event_pruning import INTERVAL_S as PRUNE_INTERVAL_S
 from carousel.scheduler.event_pruning import AppliedEventsPruner
 from carousel.scheduler.runner import CycleRunner, SideJob
+from carousel.scheduler.site_cycle import SiteCycle
 from carousel.webhooks.deliverer import WebhookDeliverer
 from hsm_adapters.base import HsmAdapter
-from hsm_adapters.registry import build_adapter
+from hsm_adapters.site import Site
 
 LISTEN_BACKLOG = 2048
 
@@ -52,10 +55,11 @@ class Parts:
     settings: Settings
     engine: Engine
     session_factory: sessionmaker[Session]
-    adapter: HsmAdapter
+    adapter: HsmAdapter  # the API's: the one library's adapter, or the site's (hsm_adapters.site) of several
     clock: Clock
     metrics: ServiceMetrics  # one registry for the process: its API's and its scheduler's figures
     buffer: BufferLayout | None = None  # the disk buffer, when it is on (docs/data-path.md)
+    libraries: dict[str, HsmAdapter] = field(default_factory=dict)  # each library's adapter, by name
 
 
 def prepared_buffer(settings: Settings) -> BufferLayout | None:
@@ -78,28 +82,62 @@ def service_parts(settings: Settings) -> Iterator[Parts]:
     engine = open_database(settings)
     try:
         clock = SystemClock()
-        adapter = build_adapter(settings.adapter, settings.adapter_options, clock)
+        session_factory = make_session_factory(engine)
+        libraries = build_libraries(settings, clock)
+        adapter = site_of(libraries, session_factory, named=bool(settings.libraries))
         try:
             yield Parts(
-                settings, engine, make_session_factory(engine), adapter, clock, ServiceMetrics(), buffer
+                settings, engine, session_factory, adapter, clock, ServiceMetrics(), buffer, libraries
             )
         finally:
-            adapter.close()
+            for each in libraries.values():
+                each.close()
     finally:
         engine.dispose()
 
 
-def _cycle(parts: Parts) -> tuple[Cycle, CycleRunner]:
+def site_of(
+    libraries: dict[str, HsmAdapter], session_factory: sessionmaker[Session], *, named: bool
+) -> HsmAdapter:
+    """What the API asks: the one library `default`'s adapter, or the site's (hsm_adapters.site) when the
+    settings name their libraries, even one, so each file's row records its library's name; a site of
+    several weighs the bytes each library has queued when it chooses a copy."""
+    if not named:
+        return next(iter(libraries.values()))
+
+    def backlog() -> dict[str, int]:
+        with transaction(session_factory) as session:
+            return queued_bytes_by_library(session)
+
+    return Site(libraries, backlog=backlog)
+
+
+def _cycle(parts: Parts) -> tuple[Cycle | SiteCycle, CycleRunner]:
     # the admins' choice (carousel policy set, the admin API), read by every cycle; the settings' until then
     active = ActivePolicy(parts.settings, parts.session_factory)
-    cycle = Cycle(
-        parts.settings,
-        parts.session_factory,
-        parts.adapter,
-        active.current(),
-        parts.clock,
-        policy_source=active.current,
-    )
+    cycle: Cycle | SiteCycle
+    if parts.settings.libraries:  # named libraries, one or several: their rows carry their names
+        # each library plans with a policy of its own, all of them the admins' choice
+        policies = {
+            name: ActivePolicy(parts.settings, parts.session_factory).current for name in parts.libraries
+        }
+        cycle = SiteCycle(
+            parts.settings,
+            parts.session_factory,
+            parts.libraries,
+            policies,
+            parts.clock,
+            lookup=parts.adapter,
+        )
+    else:
+        cycle = Cycle(
+            parts.settings,
+            parts.session_factory,
+            parts.adapter,
+            active.current(),
+            parts.clock,
+            policy_source=active.current,
+        )
     deliverer = WebhookDeliverer(
         parts.settings.webhooks, parts.session_factory, parts.clock, on_report=parts.metrics.observe_webhooks
     )
@@ -112,7 +150,8 @@ def _cycle(parts: Parts) -> tuple[Cycle, CycleRunner]:
     # at start too: a process restarted more often than hourly would otherwise never prune
     pruning = SideJob("carousel-prune-applied-events", pruner.run_once, PRUNE_INTERVAL_S, run_at_start=True)
     # the library's events applied as they arrive, between cycles (carousel.scheduler.live_events)
-    events = SideJob("carousel-events", cycle.live.pump, parts.settings.event_apply_interval_s, loop=True)
+    pump = cycle.pump if isinstance(cycle, SiteCycle) else cycle.live.pump
+    events = SideJob("carousel-events", pump, parts.settings.event_apply_interval_s, loop=True)
     runner = CycleRunner(
         observed(cycle.run_once, parts.metrics),
         parts.settings.cycle_interval_s,
@@ -254,9 +293,17 @@ def run_scheduler(settings: Settings, *, once: bool) -> None:
 
 
 def _describe_library(parts: Parts) -> str:
-    """The adapter's own one-line description when it has one (the simulated library says its size)."""
-    describe = getattr(parts.adapter, "describe", None)
-    return str(describe()) if callable(describe) else f"{parts.settings.adapter} adapter"
+    """Each adapter's own one-line description when it has one (the simulated library says its size),
+    named by library when there are several."""
+    settings = libraries_of(parts.settings)
+
+    def described(name: str, adapter: HsmAdapter) -> str:
+        describe = getattr(adapter, "describe", None)
+        return str(describe()) if callable(describe) else f"{settings[name].adapter} adapter"
+
+    if len(parts.libraries) == 1:
+        return described(*next(iter(parts.libraries.items())))
+    return "; ".join(f"{name}: {described(name, a)}" for name, a in parts.libraries.items())
 
 
 def _scheduler_metrics(parts: Parts) -> Callable[[], None]:

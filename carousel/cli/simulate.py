@@ -19,6 +19,7 @@ from carousel.domain.errors import ConfigError
 
 if TYPE_CHECKING:
     from carousel.replay.library_setup import LibraryFile
+    from carousel.replay.site import LibrarySpec
     from carousel.replay.trace import Trace
 
 # The simulator (numpy, the library, the planning code) is imported inside the command, when it runs:
@@ -33,13 +34,24 @@ def simulate(
     ] = None,
     workload: Annotated[
         str | None,
-        typer.Option("--workload", help="Instead of --trace: star_batch, light_load or lto_modern."),
+        typer.Option(
+            "--workload",
+            help="Instead of --trace: star_batch, light_load, lto_modern, zipf_batch or two_libraries.",
+        ),
     ] = None,
     scale: Annotated[float, typer.Option("--scale", help="Shrink the workload (0 < scale <= 1).")] = 1.0,
     profile: Annotated[
         str | None, typer.Option("--profile", help="Drive profile name or file (a workload has its own).")
     ] = None,
     drives: Annotated[int | None, typer.Option("--drives", help="Drives (a workload has its own).")] = None,
+    libraries: Annotated[
+        str | None,
+        typer.Option(
+            "--libraries",
+            help="With --trace: a site of several libraries, NAME=PROFILE:DRIVES,... (the trace's library"
+            " column names them); instead of --profile and --drives.",
+        ),
+    ] = None,
     policy: Annotated[str, typer.Option("--policy", help="The policy to replay.")] = "carousel",
     compare: Annotated[
         str | None,
@@ -88,10 +100,18 @@ def simulate(
     from carousel.domain.buffer import BufferLimits  # noqa: PLC0415
     from carousel.replay.driver import ReplayConfig, replay, with_service_settings  # noqa: PLC0415
     from carousel.replay.library_setup import load_library_file  # noqa: PLC0415
-    from carousel.replay.outputs import compare_row, write_compare, write_outputs  # noqa: PLC0415
+    from carousel.replay.outputs import (  # noqa: PLC0415
+        compare_row,
+        library_rows,
+        write_compare,
+        write_library_compare,
+        write_outputs,
+    )
     from carousel.replay.trace import write_trace  # noqa: PLC0415
 
-    loaded, profile_name, drive_count = _inputs(trace, workload, scale, profile, drives)
+    loaded, profile_name, drive_count, site = _inputs(
+        trace, workload, scale, profile, drives, libraries=libraries
+    )
     options = _policy_options(policy_options)
     library_file: LibraryFile | None = load_library_file(library) if library is not None else None
     policies = [p.strip() for p in compare.split(",") if p.strip()] if compare is not None else [policy]
@@ -102,6 +122,7 @@ def simulate(
         write_trace(loaded, out / "trace.csv")
     settings = load_settings() if service_settings else None  # a bad setting stops before any replay
     rows = []
+    per_library: list[dict[str, Any]] = []
     for name in policies:
         config = ReplayConfig(
             profile=profile_name,
@@ -111,6 +132,7 @@ def simulate(
             seed=seed,
             library=library_file,
             library_source=str(library) if library else "library",
+            libraries=site,
         )
         if settings is not None:
             config = with_service_settings(config, settings)
@@ -121,28 +143,54 @@ def simulate(
         result = replay(loaded, config)
         summary = write_outputs(result, out / name if compare is not None else out)
         rows.append(compare_row(summary))
+        per_library.extend(library_rows(summary))
     if compare is not None:
         write_compare(rows, out / "compare.csv")
+        if site:
+            write_library_compare(per_library, out / "compare_libraries.csv")
     _show(rows, out)
+    if site:
+        _show_libraries(per_library)
     if buffer_bytes is not None:
         Console(highlight=False).print(f"buffer: accounting only ({buffer_bytes} bytes, no bytes written)")
 
 
 def _inputs(
-    trace: Path | None, workload: str | None, scale: float, profile: str | None, drives: int | None
-) -> tuple[Trace, str, int]:
+    trace: Path | None,
+    workload: str | None,
+    scale: float,
+    profile: str | None,
+    drives: int | None,
+    *,
+    libraries: str | None,
+) -> tuple[Trace, str, int, tuple[LibrarySpec, ...]]:
+    from carousel.replay.site import parse_libraries  # noqa: PLC0415
     from carousel.replay.trace import load_trace  # noqa: PLC0415
     from carousel.replay.workloads import workload as find_workload  # noqa: PLC0415
 
     if (trace is None) == (workload is None):
         raise ConfigError("give exactly one of --trace and --workload")
     if workload is not None:
+        if libraries is not None:
+            raise ConfigError("--libraries goes with --trace: a workload brings its own libraries")
         chosen = find_workload(workload)
-        return chosen.generate(scale), profile or chosen.profile, drives or chosen.drives
+        if chosen.libraries and (profile is not None or drives is not None):
+            raise ConfigError(
+                f"workload {chosen.name} is a site of several libraries with their own profiles and drives:"
+                " --profile and --drives do not apply"
+            )
+        return chosen.generate(scale), profile or chosen.profile, drives or chosen.drives, chosen.libraries
     assert trace is not None
+    if libraries is not None:
+        if profile is not None or drives is not None:
+            raise ConfigError(
+                "--libraries names each library's profile and drives: leave out --profile and --drives"
+            )
+        site = parse_libraries(libraries)
+        return load_trace(trace), site[0].profile, site[0].drives, site
     if profile is None or drives is None:
-        raise ConfigError("--trace needs --profile and --drives")
-    return load_trace(trace), profile, drives
+        raise ConfigError("--trace needs --profile and --drives (or --libraries)")
+    return load_trace(trace), profile, drives, ()
 
 
 def _policy_options(path: Path | None) -> Mapping[str, Mapping[str, Any]]:
@@ -160,6 +208,32 @@ def _policy_options(path: Path | None) -> Mapping[str, Mapping[str, Any]]:
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: key {name!r} must be a table of options for policy {name!r}")
     return data
+
+
+def _show_libraries(rows: list[dict[str, Any]]) -> None:
+    table = Table(title="per library")
+    columns = (
+        ("policy", "policy"),
+        ("library", "library_name"),
+        ("drives", "drives"),
+        ("makespan s", "makespan_s"),
+        ("bound s", "bound_s"),
+        ("× bound", "makespan_over_bound"),
+        ("MB/s", "throughput_mb_s"),
+        ("mounts", "mounts"),
+        ("files/mount", "files_per_mount"),
+        ("efficiency", "efficiency"),
+    )
+    for title, _ in columns:
+        table.add_column(title, justify="left" if title in ("policy", "library") else "right")
+    for row in rows:
+        table.add_row(
+            *(
+                str(row[key]) if key != "drives" else f"{row['profile']} × {row['drives']}"
+                for _, key in columns
+            )
+        )
+    Console(highlight=False, width=200).print(table)
 
 
 def _show(rows: list[dict[str, Any]], out: Path) -> None:

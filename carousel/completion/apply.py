@@ -32,6 +32,7 @@ from carousel.db import completion_queries as q
 from carousel.db.lock_order import lock_links_and_files
 from carousel.domain.buffer import Pinning
 from carousel.domain.completion import Completion, Counted, FileNow, RetryRule, holds_attempt, read_ended
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.states import FileMove, FileState
 from hsm_adapters.base import Event, EventKind
 
@@ -58,10 +59,13 @@ def apply_events(
     events: Sequence[Event],
     retry: RetryRule,
     pinning: Pinning | None = None,
+    *,
+    library: str = DEFAULT_LIBRARY,
 ) -> CompletionReport:
     """With `pinning` (the disk buffer is on) a staged file's bytes are in the buffer: the file is marked on
     disk from pinning.now and each request waiting for it gets its pin (carousel.completion.landing has
-    landed the bytes, or turned the event into a failure)."""
+    landed the bytes, or turned the event into a failure). `library`: whose adapter the events came from;
+    the mounts they open and close are that library's."""
     report = CompletionReport()
     done = q.applied_seqs(session, adapter, {e.seq for e in events})
     fresh: list[Event] = []
@@ -74,7 +78,7 @@ def apply_events(
     file_ids = [int(e.file_key) for e in fresh if e.file_key and e.file_key.isdigit()]
     lock_links_and_files(session, file_ids)
     files = bulk.files_now(session, file_ids)
-    writes = _Writes(pinning)
+    writes = _Writes(pinning, library)
     for event in fresh:
         _apply_one(session, event, retry=retry, report=report, files=files, writes=writes)
     writes.flush(session)
@@ -88,8 +92,9 @@ class _Writes:
     events of one row merged in event order), written one statement per kind of change in the order of a
     recall's life: mounts, recalls, files started, files staged (with their links and requests)."""
 
-    def __init__(self, pinning: Pinning | None) -> None:
+    def __init__(self, pinning: Pinning | None, library: str = DEFAULT_LIBRARY) -> None:
         self.pinning = pinning
+        self.library = library  # whose events these are: its mounts are its own (docs/decisions.md §17)
         self.mounts = MountChanges()
         self.loose_reads: dict[str, list[int]] = defaultdict(
             lambda: [0, 0]
@@ -141,10 +146,10 @@ class _Writes:
             self.mounts.read((tape, drive), size)
 
     def flush(self, session: Session) -> None:
-        bulk.mounts_open_before(session, self.mounts.open_before_rows())
+        bulk.mounts_open_before(session, self._of_library(self.mounts.open_before_rows()))
         for tape, (count, size) in self.loose_reads.items():
-            bulk.mount_reads(session, tape, None, count, size)
-        bulk.mounts_opened(session, self.mounts.opened_rows())
+            bulk.mount_reads(session, tape, None, count, size, library=self.library)
+        bulk.mounts_opened(session, self._of_library(self.mounts.opened_rows()))
         bulk.recalls_changed(session, list(self.recalls.values()))
         started = [{"file_id": f, "started_at": at} for f, at in self.started.items()]
         bulk.files_started(session, [row for row in started if row["file_id"] not in self.staged])
@@ -155,6 +160,9 @@ class _Writes:
         self.recalls.clear()
         self.started.clear()
         self.staged.clear()
+
+    def _of_library(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{**row, "library": self.library} for row in rows]
 
 
 def _apply_one(
@@ -228,9 +236,9 @@ def _mount_event(session: Session, event: Event, report: CompletionReport, write
         # which mount it means depends on what is open in the database: what is pending goes first
         writes.flush(session)
         if event.kind is EventKind.MOUNTED:
-            q.mount_opened(session, event.tape, None, event.at)
+            q.mount_opened(session, event.tape, None, event.at, library=writes.library)
         else:
-            q.mount_closed(session, event.tape, None, event.at)
+            q.mount_closed(session, event.tape, None, event.at, library=writes.library)
     elif event.kind is EventKind.MOUNTED:
         writes.mounts.mounted((event.tape, event.drive), event.at)
     else:

@@ -34,6 +34,7 @@ from pydantic_settings import (
 )
 
 from carousel.config.auth import AuthSettings
+from carousel.config.libraries import LibrarySettings, check_library_names, sole_library
 from carousel.config.media import MediaSettings
 from carousel.config.webhooks import WebhookSettings
 from carousel.domain.buffer import BufferLimits
@@ -225,6 +226,9 @@ class Settings(BaseSettings):
 
     adapter: str = DEFAULT_ADAPTER
     adapter_options: dict[str, Any] = Field(default_factory=default_adapter_options)
+    # several libraries behind one queue, by name (carousel.config.libraries); empty: adapter above is one
+    # library named `default`. Not with adapter/adapter_options.
+    libraries: dict[str, LibrarySettings] = Field(default_factory=dict)
     policy: str = "carousel"  # the cost model: the default and the best of the built-in policies
     policy_options: dict[str, Any] = Field(default_factory=dict)
 
@@ -292,6 +296,8 @@ class Settings(BaseSettings):
         """Runs on what the sources gathered (init, environment, TOML, already merged with one another)."""
         if not isinstance(data, dict):
             return data
+        if data.get("libraries") and ("adapter" in data or "adapter_options" in data):
+            raise ValueError("set either libraries or adapter and adapter_options, not both")
         given = data.get("adapter_options")
         if data.get("adapter", DEFAULT_ADAPTER) != DEFAULT_ADAPTER:
             # the embedded defaults describe the simulated library: another adapter starts from nothing
@@ -314,6 +320,11 @@ class Settings(BaseSettings):
         else:
             return data  # not a directory: the field's own validation names it
         return {**data, "database_url": sqlite_url(data_dir / DATABASE_FILE)}
+
+    @field_validator("libraries")
+    @classmethod
+    def _library_names(cls, value: dict[str, LibrarySettings]) -> dict[str, LibrarySettings]:
+        return dict(check_library_names(value))
 
     @field_validator("data_dir", mode="before")
     @classmethod
@@ -367,6 +378,7 @@ def buffer_directory(settings: Settings) -> Path:
 
 def library_time_scale(settings: Settings) -> float:
     """Library seconds per clock second: the simulated library may run faster than the clock."""
-    if settings.adapter == "simulated":
-        return float(settings.adapter_options.get("scale", 1.0))
+    _, library = sole_library(settings)
+    if library.adapter == "simulated":
+        return float(library.adapter_options.get("scale", 1.0))
     return 1.0

@@ -24,6 +24,7 @@ from carousel.domain.states import FILE_ACTIVE, FILE_WAITING, FileState
 from carousel.reports.tally import Tally, tally, totals_by_key
 from carousel.reports.window import Bucket, Window, make_window
 from hsm_adapters.base import HsmAdapter
+from hsm_adapters.site import Site
 
 RECENT = timedelta(days=1)
 TAPES_SHOWN = 12
@@ -52,6 +53,8 @@ class Library:
     mounted_tapes: tuple[str, ...]
     problem: str | None = None
     description: str | None = None  # what the library is, if its adapter says (simulated: its clock scale)
+    # a site of several (docs/decisions.md §17): each library by name, as above; this one adds them up
+    libraries: tuple[tuple[str, Library], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,8 +170,15 @@ def library_now(adapter: HsmAdapter) -> Library:
     busy = capacity.drives_total - capacity.drives_free
     describe = getattr(adapter, "describe", None)  # optional, as for library_costs: not in the protocol
     description = str(describe()) if callable(describe) else None
+    each = adapter.libraries.items() if isinstance(adapter, Site) and len(adapter.libraries) > 1 else ()
     return Library(
-        health.value, capacity.drives_total, busy, tuple(sorted(capacity.mounted_tapes)), None, description
+        health.value,
+        capacity.drives_total,
+        busy,
+        tuple(sorted(capacity.mounted_tapes)),
+        None,
+        description,
+        tuple((name, library_now(one)) for name, one in each),
     )
 
 

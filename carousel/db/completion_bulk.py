@@ -27,6 +27,7 @@ from carousel.db.state_sets import quoted
 from carousel.db.webhook_queries import enqueue_deliveries
 from carousel.domain.buffer import Pinning
 from carousel.domain.completion import FileNow
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.states import FILE_IN_FLIGHT, STAGE, FileState, LinkState, RequestState
 
 F = QueuedFileRow
@@ -60,9 +61,11 @@ _MOUNTS_OPEN_BEFORE = """
 UPDATE mounts SET files = mounts.files + u.files, bytes = mounts.bytes + u.bytes,
                   unmounted_at = coalesce(u.unmounted_at, mounts.unmounted_at)
 FROM {rows}
-WHERE mounts.tape = u.tape AND mounts.drive = u.drive AND mounts.unmounted_at IS NULL
+WHERE mounts.library = u.library AND mounts.tape = u.tape AND mounts.drive = u.drive
+  AND mounts.unmounted_at IS NULL
 """
 _MOUNT_COLUMNS = (
+    Column("library", String),
     Column("tape", String),
     Column("drive", String),
     Column("files", BigInteger),
@@ -72,21 +75,29 @@ _MOUNT_COLUMNS = (
 
 
 def mounts_open_before(session: Session, rows: Sequence[dict[str, Any]]) -> None:
-    """rows: tape, drive, files, bytes, unmounted_at (None: still open). The mounts open before this batch:
-    the reads counted on them, and closed when the batch closes them."""
+    """rows: library, tape, drive, files, bytes, unmounted_at (None: still open). The mounts open before this
+    batch: the reads counted on them, and closed when the batch closes them."""
     execute_over_rows(session, _MOUNTS_OPEN_BEFORE, _MOUNT_COLUMNS, rows)
 
 
 def mounts_opened(session: Session, rows: Sequence[dict[str, Any]]) -> None:
-    """rows: tape, drive, mounted_at, unmounted_at, files, bytes. Mounts opened in this batch, with what they
-    read and, if they closed in it, when."""
+    """rows: library, tape, drive, mounted_at, unmounted_at, files, bytes. Mounts opened in this batch, with
+    what they read and, if they closed in it, when."""
     if rows:
         session.execute(insert(Mount), list(rows))
 
 
-def mount_reads(session: Session, tape: str, drive: str | None, files: int, bytes_read: int) -> None:
-    """Reads of one open mount, counted in one statement (a library that does not say which drive read)."""
-    clauses = [Mount.tape == tape, Mount.unmounted_at.is_(None)]
+def mount_reads(
+    session: Session,
+    tape: str,
+    drive: str | None,
+    files: int,
+    bytes_read: int,
+    *,
+    library: str = DEFAULT_LIBRARY,
+) -> None:
+    """Reads of one open mount (of `library`), counted in one statement."""
+    clauses = [Mount.library == library, Mount.tape == tape, Mount.unmounted_at.is_(None)]
     if drive is not None:
         clauses.append(Mount.drive == drive)
     session.execute(

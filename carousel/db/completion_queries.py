@@ -17,6 +17,7 @@ from carousel.db.models import AppliedEvent, Mount, QueuedFileRow, Recall, Reque
 from carousel.db.state_sets import values
 from carousel.db.webhook_queries import enqueue_deliveries
 from carousel.domain.completion import FileNow
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.states import REQUEUE, FileMove, FileState, LinkState, RequestState
 
 F = QueuedFileRow
@@ -182,16 +183,26 @@ def recall_finished(
 # --- mounts -----------------------------------------------------------------------------------------------
 
 
-def _open_mount(tape: str, drive: str | None) -> list[ColumnElement[bool]]:
-    clauses: list[ColumnElement[bool]] = [Mount.tape == tape, Mount.unmounted_at.is_(None)]
+def _open_mount(tape: str, drive: str | None, library: str) -> list[ColumnElement[bool]]:
+    clauses: list[ColumnElement[bool]] = [
+        Mount.library == library,
+        Mount.tape == tape,
+        Mount.unmounted_at.is_(None),
+    ]
     if drive is not None:
         clauses.append(Mount.drive == drive)
     return clauses
 
 
-def mount_opened(session: Session, tape: str, drive: str | None, at: datetime) -> None:
-    session.execute(insert(Mount).values(tape=tape, drive=drive, mounted_at=at, files=0, bytes=0))
+def mount_opened(
+    session: Session, tape: str, drive: str | None, at: datetime, *, library: str = DEFAULT_LIBRARY
+) -> None:
+    session.execute(
+        insert(Mount).values(tape=tape, library=library, drive=drive, mounted_at=at, files=0, bytes=0)
+    )
 
 
-def mount_closed(session: Session, tape: str, drive: str | None, at: datetime) -> None:
-    session.execute(update(Mount).where(*_open_mount(tape, drive)).values(unmounted_at=at))
+def mount_closed(
+    session: Session, tape: str, drive: str | None, at: datetime, *, library: str = DEFAULT_LIBRARY
+) -> None:
+    session.execute(update(Mount).where(*_open_mount(tape, drive, library)).values(unmounted_at=at))

@@ -31,17 +31,30 @@ class SubmittedFile:
     batch_key: str
 
 
-def _wanted_submitted() -> list[ColumnElement[bool]]:
+def _wanted_submitted(library: str | None) -> list[ColumnElement[bool]]:
+    """SUBMITTED files someone waits for (of `library`, the one whose adapter holds them; None: any)."""
     wanted = exists().where(RequestFile.file_id == F.id, RequestFile.state == LinkState.PENDING.value)
-    return [F.state == FileState.SUBMITTED.value, F.batch_key.is_not(None), F.tape.is_not(None), wanted]
+    mine = [] if library is None else [F.library == library]
+    return [
+        F.state == FileState.SUBMITTED.value,
+        F.batch_key.is_not(None),
+        F.tape.is_not(None),
+        wanted,
+        *mine,
+    ]
 
 
 def submitted_batch_keys(
-    session: Session, *, silent_since: datetime | None, after: str | None, limit: int
+    session: Session,
+    *,
+    silent_since: datetime | None,
+    after: str | None,
+    limit: int,
+    library: str | None = None,
 ) -> list[str]:
     """Keys of batches with SUBMITTED files someone still waits for, in key order after `after`; with
     silent_since, only batches with a file that has had no news since then (not handed over or started)."""
-    query = select(F.batch_key).where(*_wanted_submitted())
+    query = select(F.batch_key).where(*_wanted_submitted(library))
     if silent_since is not None:
         query = query.where(func.coalesce(F.started_at, F.submitted_at) < silent_since)
     if after is not None:
@@ -50,13 +63,15 @@ def submitted_batch_keys(
     return [key for key in keys if key is not None]
 
 
-def submitted_files_of(session: Session, batch_keys: Sequence[str]) -> list[SubmittedFile]:
+def submitted_files_of(
+    session: Session, batch_keys: Sequence[str], library: str | None = None
+) -> list[SubmittedFile]:
     """The wanted SUBMITTED files of these batches, by batch key then position on tape."""
     if not batch_keys:
         return []
     rows = session.execute(
         select(F.id, F.path, F.tape, F.position_bytes, F.size_bytes, F.service_class, F.batch_key)
-        .where(*_wanted_submitted(), F.batch_key.in_(batch_keys))
+        .where(*_wanted_submitted(library), F.batch_key.in_(batch_keys))
         .order_by(F.batch_key, F.position_bytes, F.id)
     ).all()
     return [

@@ -43,6 +43,7 @@ from carousel.db.models import QueuedFileRow, RequestAlias, RequestFile, StageRe
 from carousel.db.state_sets import quoted, values
 from carousel.db.webhook_queries import enqueue_deliveries
 from carousel.domain.buffer import epoch_s
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.states import (
     ABANDON,
     ASK_AGAIN,
@@ -85,6 +86,7 @@ class NewFile(NamedTuple):
     on_disk: bool
     checksum: str | None = None  # adler32 the library gave in its lookup
     lifetime_s: int | None = None  # how long the request wants the file kept on disk once staged
+    library: str = DEFAULT_LIBRARY  # the library holding the copy chosen (docs/decisions.md §17)
 
 
 def insert_request(
@@ -152,13 +154,15 @@ def requests_of_alias(
 _SOURCE = {
     "postgresql": """(SELECT r->>0 AS path, CAST(r->>1 AS integer) AS ordinal, r->>2 AS state, r->>3 AS tape,
         CAST(r->>4 AS bigint) AS position_bytes, CAST(r->>5 AS bigint) AS size_bytes, r->>6 AS error,
-        CAST(r->>7 AS boolean) AS on_disk, r->>8 AS checksum, CAST(r->>9 AS integer) AS lifetime_s
+        CAST(r->>7 AS boolean) AS on_disk, r->>8 AS checksum, CAST(r->>9 AS integer) AS lifetime_s,
+        r->>10 AS library
         FROM json_array_elements(CAST(:rows AS json)) AS e(r)) AS t""",
     "sqlite": """(SELECT json_extract(value, '$[0]') AS path, json_extract(value, '$[1]') AS ordinal,
         json_extract(value, '$[2]') AS state, json_extract(value, '$[3]') AS tape,
         json_extract(value, '$[4]') AS position_bytes, json_extract(value, '$[5]') AS size_bytes,
         json_extract(value, '$[6]') AS error, json_extract(value, '$[7]') AS on_disk,
-        json_extract(value, '$[8]') AS checksum, json_extract(value, '$[9]') AS lifetime_s
+        json_extract(value, '$[8]') AS checksum, json_extract(value, '$[9]') AS lifetime_s,
+        json_extract(value, '$[10]') AS library
         FROM json_each(:rows)) AS t""",
 }
 
@@ -177,9 +181,10 @@ def _on_requeue(column: str, value: str) -> str:
 
 _UPSERT_FILES = f"""
 INSERT INTO files (path, state, tape, position_bytes, size_bytes, service_class, grp, priority, attempts,
-                   error, queued_at, finished_at, on_disk, checksum)
+                   error, queued_at, finished_at, on_disk, checksum, library)
 SELECT t.path, t.state, t.tape, t.position_bytes, t.size_bytes, 'default', :grp, :priority, 0,
-       t.error, :now, CASE WHEN t.state IN ({quoted(FILE_TERMINAL)}) THEN :now END, t.on_disk, t.checksum
+       t.error, :now, CASE WHEN t.state IN ({quoted(FILE_TERMINAL)}) THEN :now END, t.on_disk, t.checksum,
+       t.library
 FROM {{source}}
 WHERE true
 ORDER BY t.path
@@ -192,6 +197,7 @@ ON CONFLICT (path) DO UPDATE SET
     )
 },
     {_on_requeue("tape", "excluded.tape")},
+    {_on_requeue("library", "excluded.library")},
     {_on_requeue("position_bytes", "excluded.position_bytes")},
     {_on_requeue("size_bytes", "excluded.size_bytes")},
     {_on_requeue("grp", "excluded.grp")},

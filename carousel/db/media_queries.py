@@ -104,18 +104,14 @@ def queued_on(session: Session, tapes: Collection[str]) -> list[tuple[int, str, 
     return [(file_id, path, tape) for file_id, path, tape in rows if tape is not None]
 
 
-def waiting_at_library(session: Session, limit: int) -> list[int]:
+def waiting_at_library(session: Session, limit: int, library: str | None = None) -> list[int]:
     """Files of held tapes handed to the library and not started there: to take back before it mounts the
-    tape for them."""
+    tape for them. With `library`, that library's files only (its adapter is the one asked)."""
     held = select(TapeStateRow.tape).where(TapeStateRow.state.in_(HELD_STATES))
-    return list(
-        session.scalars(
-            select(F.id)
-            .where(F.state == FileState.SUBMITTED.value, F.started_at.is_(None), F.tape.in_(held))
-            .order_by(F.id)
-            .limit(limit)
-        )
-    )
+    query = select(F.id).where(F.state == FileState.SUBMITTED.value, F.started_at.is_(None), F.tape.in_(held))
+    if library is not None:
+        query = query.where(F.library == library)
+    return list(session.scalars(query.order_by(F.id).limit(limit)))
 
 
 def fail_queued(session: Session, reasons: Mapping[int, str], at: datetime) -> int:

@@ -27,6 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.media import DownMode, DriveState, MediaKind, TapeState
 from carousel.domain.states import DeliveryState, FileState, LinkState, RequestState
 
@@ -37,6 +38,8 @@ NAMING = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
+
+LIBRARY_LENGTH = 32  # carousel.domain.libraries: names are checked at the edge (settings)
 
 # BIGINT on PostgreSQL, INTEGER (the rowid alias) on SQLite so primary keys autoincrement there too.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
@@ -126,6 +129,10 @@ class QueuedFileRow(Base):
     path: Mapped[str] = mapped_column(String(4096), unique=True)
     state: Mapped[str] = mapped_column(String(16))
     tape: Mapped[str | None] = mapped_column(String(64), default=None)
+    # the library holding the copy read (docs/decisions.md §17): a tape is (library, tape)
+    library: Mapped[str] = mapped_column(
+        String(LIBRARY_LENGTH), default=DEFAULT_LIBRARY, server_default=DEFAULT_LIBRARY
+    )
     position_bytes: Mapped[int | None] = mapped_column(BigInteger, default=None)
     size_bytes: Mapped[int | None] = mapped_column(BigInteger, default=None)
     service_class: Mapped[str] = mapped_column(String(64), default="default")
@@ -163,6 +170,7 @@ class TapeQueue(Base):
 
     __tablename__ = "tape_queues"
 
+    library: Mapped[str] = mapped_column(String(LIBRARY_LENGTH), primary_key=True)  # migration 0010
     tape: Mapped[str] = mapped_column(String(64), primary_key=True)
     grp: Mapped[str] = mapped_column("grp", String(128), primary_key=True)
     service_class: Mapped[str] = mapped_column(String(64), primary_key=True)
@@ -182,6 +190,7 @@ class TapeQueueDelta(Base):
     __tablename__ = "tape_queue_deltas"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    library: Mapped[str] = mapped_column(String(LIBRARY_LENGTH))
     tape: Mapped[str] = mapped_column(String(64))
     grp: Mapped[str] = mapped_column("grp", String(128))
     service_class: Mapped[str] = mapped_column(String(64))
@@ -222,6 +231,9 @@ class Mount(Base):
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     tape: Mapped[str] = mapped_column(String(64), index=True)
+    library: Mapped[str] = mapped_column(
+        String(LIBRARY_LENGTH), default=DEFAULT_LIBRARY, server_default=DEFAULT_LIBRARY
+    )
     drive: Mapped[str | None] = mapped_column(String(64), default=None)
     mounted_at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)
     unmounted_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
@@ -250,6 +262,9 @@ class Recall(Base):
     file_id: Mapped[int] = mapped_column(ForeignKey("files.id"), index=True)
     batch_key: Mapped[str] = mapped_column(String(64), index=True)
     tape: Mapped[str] = mapped_column(String(64))
+    library: Mapped[str] = mapped_column(
+        String(LIBRARY_LENGTH), default=DEFAULT_LIBRARY, server_default=DEFAULT_LIBRARY
+    )
     submitted_at: Mapped[datetime] = mapped_column(UtcDateTime())
     started_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None, index=True)

@@ -31,6 +31,7 @@ from carousel.db.models import (
 from carousel.db.state_sets import one_of, values
 from carousel.db.tape_queue_queries import chunks, fold_deltas
 from carousel.domain.buffer import fitting
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.media import HELD_STATES
 from carousel.domain.planning import GroupDemand, ReadOrder, Selection, TapeDemand, TapeInFlight
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand
@@ -61,11 +62,12 @@ def _has_pending_link() -> ColumnElement[bool]:
 # --- snapshot ---------------------------------------------------------------------------------------------
 
 
-def read_demand(session: Session, now: datetime) -> QueueDemand:
+def read_demand(session: Session, now: datetime, library: str | None = None) -> QueueDemand:
     """The queue per tape, from the tape queues (carousel.db.models.TapeQueue, brought up to date first by
     folding in the changes the triggers on `files` appended): rows grow with tapes (times groups), not with
     queued files. Files backing off after a failed read are counted there; the tapes that have some (few)
-    are read again from `files`, due files only. Writes the fold: run it in the snapshot's transaction."""
+    are read again from `files`, due files only. Writes the fold: run it in the snapshot's transaction.
+    With `library`, that library's tapes only (docs/decisions.md §17); None: every library's."""
     fold_deltas(session)
     connection = session.connection()
     summary = connection.execute(
@@ -79,12 +81,13 @@ def read_demand(session: Session, now: datetime) -> QueueDemand:
             TQ.oldest,
             TQ.max_priority,
             TQ.retries,
-        )
+        ).where(*_of_library(TQ.library, library))
     ).all()
     backing_off = set(
         connection.scalars(
             select(F.tape)
             .where(F.not_before > now, F.state == FileState.QUEUED.value, F.tape.is_not(None))
+            .where(*_of_library(F.library, library))
             .distinct()
         )
     )
@@ -106,12 +109,18 @@ def read_demand(session: Session, now: datetime) -> QueueDemand:
                     func.sum(case((F.attempts > 0, 1), else_=0)),
                 )
                 .where(F.tape.in_(chunk), F.state == FileState.QUEUED.value, _due(now))
+                .where(*_of_library(F.library, library))
                 .group_by(F.tape, F.service_class, F.grp)
             )
         )
 
     rows.sort(key=_by_tape_and_group)  # one pass per tape below; the table's key order already, mostly
     return _assemble(rows)
+
+
+def _of_library(column: InstrumentedAttribute[str], library: str | None) -> list[ColumnElement[bool]]:
+    """The clause keeping one library's rows (none: every library's)."""
+    return [] if library is None else [column == library]
 
 
 def _by_tape_and_group(row: tuple[Any, ...]) -> tuple[str, str, str]:
@@ -177,10 +186,13 @@ def _assemble(rows: list[tuple[Any, ...]]) -> QueueDemand:
 # --- claims -----------------------------------------------------------------------------------------------
 
 
-def _candidates(selection: Selection, now: datetime, *columns: InstrumentedAttribute[Any]) -> Select[Any]:
+def _candidates(
+    selection: Selection, now: datetime, library: str | None, *columns: InstrumentedAttribute[Any]
+) -> Select[Any]:
     query = select(*columns).where(F.state.in_(values(CLAIM.sources)), F.tape.is_not(None), _due(now))
     # never a file of a tape an admin holds back, whatever the plan said (the state may have changed since)
     query = query.where(F.tape.not_in(select(TapeStateRow.tape).where(TapeStateRow.state.in_(HELD_STATES))))
+    query = query.where(*_of_library(F.library, library))  # a selection of any tape stays in the library
     if selection.tape is not None:
         query = query.where(F.tape == selection.tape)
     if selection.service_class is not None:
@@ -199,21 +211,28 @@ def _candidates(selection: Selection, now: datetime, *columns: InstrumentedAttri
 
 
 def claim(
-    session: Session, selection: Selection, claim_key: str, now: datetime, *, byte_budget: int | None = None
+    session: Session,
+    selection: Selection,
+    claim_key: str,
+    now: datetime,
+    *,
+    byte_budget: int | None = None,
+    library: str | None = None,
 ) -> list[ClaimedFile]:
     """Moves up to selection.max_files due QUEUED files to CLAIMED under claim_key; the selection's order.
-    `byte_budget` (the disk buffer's room) is hard: the claim stops at the first file that does not fit."""
+    `byte_budget` (the disk buffer's room) is hard: the claim stops at the first file that does not fit.
+    `library`: files of that library only (None: any)."""
     if selection.max_files <= 0 or (byte_budget is not None and byte_budget <= 0):
         return []
     returning = (F.id, F.path, F.tape, F.position_bytes, F.size_bytes, F.service_class, F.queued_at)
     stamp = update(F).values(state=CLAIM.target.value, batch_key=claim_key, claimed_at=now)
     if selection.max_bytes is None and byte_budget is None:
-        wanted = _candidates(selection, now, F.id).scalar_subquery()
+        wanted = _candidates(selection, now, library, F.id).scalar_subquery()
         rows = session.execute(stamp.where(F.id.in_(wanted)).returning(*returning)).all()
     else:
         # A byte budget needs a running sum, which PostgreSQL refuses beside FOR UPDATE: lock the candidates,
         # cut the list here, then stamp what fits.
-        locked = session.execute(_candidates(selection, now, F.id, F.size_bytes)).all()
+        locked = session.execute(_candidates(selection, now, library, F.id, F.size_bytes)).all()
         ids = [file_id for file_id, _ in locked]
         if selection.max_bytes is not None:
             ids = _within_bytes(locked, selection.max_bytes)
@@ -265,8 +284,11 @@ def mark_requests_started(session: Session, file_ids: Sequence[int], now: dateti
     )
 
 
-def record_handed_over(session: Session, batches: Sequence[HandedOver], now: datetime) -> int:
-    """CLAIMED -> SUBMITTED under each batch's key, and one recalls row per file. Returns files marked."""
+def record_handed_over(
+    session: Session, batches: Sequence[HandedOver], now: datetime, library: str = DEFAULT_LIBRARY
+) -> int:
+    """CLAIMED -> SUBMITTED under each batch's key, and one recalls row per file (of `library`, whose adapter
+    took the batches). Returns files marked."""
     params = [{"b_id": fid, "b_key": b.batch_key} for b in batches for fid in b.file_ids]
     if not params:
         return 0
@@ -278,7 +300,7 @@ def record_handed_over(session: Session, batches: Sequence[HandedOver], now: dat
     )
     marked = session.connection().execute(mark, params).rowcount
     recalls = [
-        {"file_id": fid, "batch_key": b.batch_key, "tape": b.tape, "submitted_at": now}
+        {"file_id": fid, "batch_key": b.batch_key, "tape": b.tape, "library": library, "submitted_at": now}
         for b in batches
         for fid in b.file_ids
     ]
@@ -315,13 +337,14 @@ def recover_stale_claims(session: Session, claimed_before: datetime) -> int:
 # --- cancels ----------------------------------------------------------------------------------------------
 
 
-def unwanted_in_flight(session: Session, limit: int) -> list[int]:
+def unwanted_in_flight(session: Session, limit: int, library: str | None = None) -> list[int]:
     """Files with the HSM (or about to be) that no requester waits for any more: their cancel must reach
-    the HSM."""
+    the HSM (`library`'s, whose adapter holds them; None: any)."""
     return list(
         session.scalars(
             select(F.id)
             .where(F.state.in_(values(FILE_IN_FLIGHT)), ~_has_pending_link())
+            .where(*_of_library(F.library, library))
             .order_by(F.id)
             .limit(limit)
         )
@@ -369,15 +392,23 @@ def unresolved_due(session: Session, limit: int) -> list[Unresolved]:
 
 
 def resolve_to_tape(
-    session: Session, file_id: int, *, tape: str, position_bytes: int, size_bytes: int
+    session: Session,
+    file_id: int,
+    *,
+    tape: str,
+    position_bytes: int,
+    size_bytes: int,
+    library: str = DEFAULT_LIBRARY,
 ) -> bool:
-    """UNRESOLVED -> QUEUED; queued_at stays the arrival, so the wait for the lookup counts as waiting."""
+    """UNRESOLVED -> QUEUED on `library`'s tape; queued_at stays the arrival, so the wait for the lookup
+    counts as waiting."""
     result = session.execute(
         update(F)
         .where(F.id == file_id, F.state.in_(values(RESOLVE.sources)))
         .values(
             state=RESOLVE.target.value,
             tape=tape,
+            library=library,
             position_bytes=position_bytes,
             size_bytes=size_bytes,
             error=None,

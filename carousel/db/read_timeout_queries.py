@@ -18,8 +18,11 @@ from carousel.domain.states import FileState
 F = QueuedFileRow
 
 
-def reads_started_before(session: Session, started_before: datetime, limit: int) -> list[Reading]:
-    """SUBMITTED files whose read started (FILE_STARTED applied) before `started_before`, oldest first."""
+def reads_started_before(
+    session: Session, started_before: datetime, limit: int, library: str | None = None
+) -> list[Reading]:
+    """SUBMITTED files whose read started (FILE_STARTED applied) before `started_before`, oldest first (of
+    `library`; None: any)."""
     rows = session.execute(
         select(F.id, F.tape, F.size_bytes, F.batch_key, F.started_at)
         .where(
@@ -27,6 +30,7 @@ def reads_started_before(session: Session, started_before: datetime, limit: int)
             F.started_at.is_not(None),
             F.started_at < started_before,
             F.batch_key.is_not(None),
+            *([] if library is None else [F.library == library]),
         )
         .order_by(F.started_at, F.id)
         .limit(limit)

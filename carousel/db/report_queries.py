@@ -136,8 +136,19 @@ class ReadSpan:
     bytes: int
 
 
+def _of_library(column: Any, library: str | None) -> list[ColumnElement[bool]]:
+    """One library's rows (docs/decisions.md §17), or (None) the whole site's."""
+    return [] if library is None else [column == library]
+
+
 def finished_counts(
-    session: Session, since: datetime, until: datetime, width_s: int, by: Dimension
+    session: Session,
+    since: datetime,
+    until: datetime,
+    width_s: int,
+    by: Dimension,
+    *,
+    library: str | None = None,
 ) -> list[FinishedCount]:
     """Recalls that ended in [since, until), counted per key, bucket of their end and outcome."""
     key = _key(by).label("key")
@@ -146,6 +157,7 @@ def finished_counts(
         select(key, bucket, Recall.outcome, func.count())
         .select_from(_reads(by))
         .where(Recall.finished_at >= since, Recall.finished_at < until, Recall.outcome.is_not(None))
+        .where(*_of_library(Recall.library, library))
         .group_by(key, bucket, Recall.outcome)
     )
     return [FinishedCount(k, int(b), str(o), int(n)) for k, b, o, n in session.execute(statement)]
@@ -164,7 +176,13 @@ def _inside(since: datetime, until: datetime, width_s: int) -> ColumnElement[boo
 
 
 def read_totals(
-    session: Session, since: datetime, until: datetime, width_s: int, by: Dimension
+    session: Session,
+    since: datetime,
+    until: datetime,
+    width_s: int,
+    by: Dimension,
+    *,
+    library: str | None = None,
 ) -> list[ReadTotal]:
     """Reads (FILE_STARTED to their end, whatever the outcome) inside one bucket and the window, summed."""
     key = _key(by).label("key")
@@ -174,6 +192,7 @@ def read_totals(
         select(key, bucket, func.count(), seconds, func.sum(Recall.bytes))
         .select_from(_reads(by))
         .where(_read_started_and_finished(), _inside(since, until, width_s))
+        .where(*_of_library(Recall.library, library))
         .group_by(key, bucket)
     )
     return [
@@ -183,7 +202,13 @@ def read_totals(
 
 
 def read_spans(
-    session: Session, since: datetime, until: datetime, width_s: int, by: Dimension
+    session: Session,
+    since: datetime,
+    until: datetime,
+    width_s: int,
+    by: Dimension,
+    *,
+    library: str | None = None,
 ) -> list[ReadSpan]:
     """The reads overlapping [since, until) that `read_totals` leaves out, one row each."""
     statement = (
@@ -194,6 +219,7 @@ def read_spans(
             Recall.started_at < until,
             Recall.finished_at > since,
             ~_inside(since, until, width_s),
+            *_of_library(Recall.library, library),
         )
     )
     return [ReadSpan(k, float(s), float(f), int(n)) for k, s, f, n in session.execute(statement)]
@@ -218,9 +244,16 @@ class MountSession:
     first_submitted_at: datetime | None  # earliest hand-over to the library of a file it read
 
 
-def mount_sessions(session: Session, since: datetime, until: datetime) -> list[MountSession]:
-    """Mounts overlapping [since, until), oldest first, each with the reads that started during it."""
-    overlaps = and_(Mount.mounted_at < until, or_(Mount.unmounted_at.is_(None), Mount.unmounted_at > since))
+def mount_sessions(
+    session: Session, since: datetime, until: datetime, library: str | None = None
+) -> list[MountSession]:
+    """Mounts overlapping [since, until) (of `library`), oldest first, each with the reads that started
+    during it."""
+    overlaps = and_(
+        Mount.mounted_at < until,
+        or_(Mount.unmounted_at.is_(None), Mount.unmounted_at > since),
+        *_of_library(Mount.library, library),
+    )
     earliest = select(func.min(Mount.mounted_at)).where(overlaps).scalar_subquery()
     read_s = case(
         (
@@ -230,6 +263,7 @@ def mount_sessions(session: Session, since: datetime, until: datetime) -> list[M
         else_=0.0,
     )
     during = and_(
+        Recall.library == Mount.library,  # a tape is (library, tape): docs/decisions.md §17
         Recall.tape == Mount.tape,
         or_(Mount.drive.is_(None), Recall.drive == Mount.drive),
         Recall.started_at >= Mount.mounted_at,
@@ -297,8 +331,10 @@ class RequestedFile:
     state: str  # the link's state: PENDING, COMPLETED, FAILED, CANCELLED
 
 
-def requested_files(session: Session, since: datetime, until: datetime) -> list[RequestedFile]:
-    """Every requester's files that were waiting at some time in [since, until)."""
+def requested_files(
+    session: Session, since: datetime, until: datetime, library: str | None = None
+) -> list[RequestedFile]:
+    """Every requester's files that were waiting at some time in [since, until) (of `library`'s files)."""
     statement = (
         select(
             StageRequest.grp,
@@ -307,6 +343,15 @@ def requested_files(session: Session, since: datetime, until: datetime) -> list[
             RequestFile.state,
         )
         .join(StageRequest, StageRequest.id == RequestFile.request_id)
+        .where(
+            *(
+                []
+                if library is None
+                else [
+                    RequestFile.file_id.in_(select(QueuedFileRow.id).where(QueuedFileRow.library == library))
+                ]
+            )
+        )
         .where(
             StageRequest.created_at < until,
             or_(RequestFile.finished_at.is_(None), RequestFile.finished_at >= since),

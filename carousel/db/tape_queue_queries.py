@@ -24,7 +24,7 @@ from carousel.domain.states import FileState
 F = QueuedFileRow
 TQ = TapeQueue
 D = TapeQueueDelta
-Key = tuple[str, str, str, str]  # tape, group, class of service, kind
+Key = tuple[str, str, str, str, str]  # library, tape, group, class of service, kind
 T = TypeVar("T")
 CHUNK = 2_000  # keys per statement: 8,000 bind parameters
 
@@ -44,6 +44,7 @@ def fold_deltas(session: Session) -> int:
     """Applies and removes every delta this transaction sees; returns how many."""
     deltas = session.execute(
         delete(D).returning(
+            D.library,
             D.tape,
             D.grp,
             D.service_class,
@@ -60,8 +61,8 @@ def fold_deltas(session: Session) -> int:
     if not deltas:
         return 0
     changes: dict[Key, _Change] = {}
-    for tape, grp, service_class, kind, files, size, retries, a_old, a_prio, l_old, l_prio in deltas:
-        change = changes.setdefault((tape, grp, service_class, kind), _Change())
+    for library, tape, grp, service_class, kind, files, size, retries, a_old, a_prio, l_old, l_prio in deltas:
+        change = changes.setdefault((library, tape, grp, service_class, kind), _Change())
         change.files += files
         change.bytes += size
         change.retries += retries
@@ -71,13 +72,23 @@ def fold_deltas(session: Session) -> int:
         change.leaving_priority = _greatest(change.leaving_priority, l_prio)
 
     keys = sorted(changes)
-    columns = (TQ.tape, TQ.grp, TQ.service_class, TQ.kind, TQ.files, TQ.bytes, TQ.retries, TQ.oldest)
+    columns = (
+        TQ.library,
+        TQ.tape,
+        TQ.grp,
+        TQ.service_class,
+        TQ.kind,
+        TQ.files,
+        TQ.bytes,
+        TQ.retries,
+        TQ.oldest,
+    )
     current = {
-        tuple(row[:4]): row[4:]
+        tuple(row[:5]): row[5:]
         for chunk in chunks(keys)
         for row in session.execute(
             select(*columns, TQ.max_priority).where(
-                tuple_(TQ.tape, TQ.grp, TQ.service_class, TQ.kind).in_(chunk)
+                tuple_(TQ.library, TQ.tape, TQ.grp, TQ.service_class, TQ.kind).in_(chunk)
             )
         )
     }
@@ -92,10 +103,11 @@ def fold_deltas(session: Session) -> int:
         oldest = _least(oldest, change.arriving_oldest)
         priority = _greatest(priority, change.arriving_priority) or 0
         row = {
-            "tape": key[0],
-            "grp": key[1],
-            "service_class": key[2],
-            "kind": key[3],
+            "library": key[0],
+            "tape": key[1],
+            "grp": key[2],
+            "service_class": key[3],
+            "kind": key[4],
             "files": files,
             "bytes": size + change.bytes,
             "retries": retries + change.retries,
@@ -103,12 +115,14 @@ def fold_deltas(session: Session) -> int:
             "max_priority": priority,
         }
         rows[key] = row
-        if key[3] == TapeQueueKind.QUEUED and _may_have_set(change, oldest, priority):
+        if key[4] == TapeQueueKind.QUEUED and _may_have_set(change, oldest, priority):
             recheck.append(key)
     for key, (oldest, priority) in _queued_extremes(session, recheck).items():
         rows[key]["oldest"], rows[key]["max_priority"] = oldest, priority
     for chunk in chunks(keys):
-        session.execute(delete(TQ).where(tuple_(TQ.tape, TQ.grp, TQ.service_class, TQ.kind).in_(chunk)))
+        session.execute(
+            delete(TQ).where(tuple_(TQ.library, TQ.tape, TQ.grp, TQ.service_class, TQ.kind).in_(chunk))
+        )
     if rows:
         session.execute(insert(TQ), list(rows.values()))
     return len(deltas)
@@ -123,23 +137,23 @@ def _may_have_set(change: _Change, oldest: datetime | None, priority: int) -> bo
 
 def _queued_extremes(session: Session, keys: Iterable[Key]) -> dict[Key, tuple[datetime | None, int]]:
     """The oldest arrival and highest priority of the queued files of each key, read from `files`."""
-    wanted = {key[:3] for key in keys}
+    wanted = {key[:4] for key in keys}
     if not wanted:
         return {}
-    tapes = sorted({tape for tape, _, _ in wanted})
+    tapes = sorted({tape for _, tape, _, _ in wanted})
     found = [
         row
         for chunk in chunks(tapes)
         for row in session.execute(
-            select(F.tape, F.grp, F.service_class, func.min(F.queued_at), func.max(F.priority))
+            select(F.library, F.tape, F.grp, F.service_class, func.min(F.queued_at), func.max(F.priority))
             .where(F.tape.in_(chunk), F.state == FileState.QUEUED.value)
-            .group_by(F.tape, F.grp, F.service_class)
+            .group_by(F.library, F.tape, F.grp, F.service_class)
         )
     ]
     return {
-        (tape or "", grp, service_class, TapeQueueKind.QUEUED.value): (oldest, int(priority or 0))
-        for tape, grp, service_class, oldest, priority in found
-        if (tape, grp, service_class) in wanted
+        (library, tape or "", grp, service_class, TapeQueueKind.QUEUED.value): (oldest, int(priority or 0))
+        for library, tape, grp, service_class, oldest, priority in found
+        if (library, tape, grp, service_class) in wanted
     }
 
 

@@ -24,6 +24,7 @@ from carousel.domain.callers import Caller
 from carousel.domain.clock import Clock
 from carousel.domain.errors import Conflict, InvalidInput, TooLarge
 from carousel.domain.grants import require_group, require_stage
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.states import FileState
 from carousel.intake.lifetimes import lifetime_seconds
 from carousel.intake.model import StageOrder
@@ -74,6 +75,7 @@ def _new_file(
             False,
             _checksum(answer.checksum),
             lifetime_s,
+            answer.library or DEFAULT_LIBRARY,
         )
     if isinstance(answer, OnTape):
         on_disk = answer.on_disk and not buffer_on
@@ -90,6 +92,7 @@ def _new_file(
             on_disk,
             checksum,
             lifetime_s,
+            answer.library or DEFAULT_LIBRARY,
         )
     if isinstance(answer, NotOnTape):
         return q.NewFile(

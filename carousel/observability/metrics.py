@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.domain.clock import Clock
 from carousel.observability.database_collector import DatabaseCollector
+from carousel.observability.library_metrics import LibraryMetrics
 from carousel.scheduler.cycle import CycleReport
 from carousel.webhooks.deliverer import DeliveryReport
 from hsm_adapters.base import Health
@@ -131,6 +132,7 @@ class ServiceMetrics:
         )
         for outcome in ("delivered", "retrying", "failed", "lost_lease"):
             self.webhook_deliveries.labels(outcome=outcome)  # every series from the start, at 0
+        self.libraries = LibraryMetrics(r)  # the same figures per library, labelled `library`
         self._database: DatabaseCollector | None = None
 
     def watch_database(self, session_factory: sessionmaker[Session], clock: Clock) -> None:
@@ -177,6 +179,7 @@ class ServiceMetrics:
         self.read_timeouts.inc(report.read_timeouts)
         self.hsm_stalled.set(1 if report.stalled_since is not None else 0)
         self._observe_buffer(report)
+        self.libraries.observe(report)
         if report.health is not None:
             for state in Health:
                 self.hsm_health.labels(state=state.value).set(1 if state is report.health else 0)

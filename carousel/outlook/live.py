@@ -31,7 +31,7 @@ def live_projection(
     policy: Policy,
 ) -> Projection:
     """The live queue projected under `policy`, now (what the dry run does for the active policy)."""
-    store = live_queue_store(settings, session_factory)
+    store = live_queue_store(settings, session_factory, library=None)  # every library of the site
     snapshot = live_snapshot(store, adapter, clock, buffer=live_buffer(settings, session_factory))
     return project(snapshot, policy.plan)
 

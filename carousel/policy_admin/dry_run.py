@@ -41,7 +41,7 @@ def dry_run(
     """InvalidInput (naming the field) when the candidate does not build."""
     candidate_policy = built_policy(candidate)
     active_policy = built_policy(active)
-    store = live_queue_store(settings, session_factory)
+    store = live_queue_store(settings, session_factory, library=None)  # every library of the site
     snapshot = live_snapshot(store, adapter, clock, buffer=live_buffer(settings, session_factory))
     return DryRun(
         candidate=candidate,

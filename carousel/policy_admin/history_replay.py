@@ -28,6 +28,7 @@ import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.config import Settings
+from carousel.config.libraries import sole_library
 from carousel.db.engine import transaction
 from carousel.db.history_queries import (
     AskedFile,
@@ -195,8 +196,9 @@ def replay_history(
 def library_model(settings: Settings, profile: str | None, drives: int | None) -> LibraryModel:
     """The library the replays run on: the settings' simulated library, or the profile and drives named."""
     setup: LibraryFile | None = None
-    if settings.adapter == "simulated":
-        options = parse_options(settings.adapter_options)
+    _, library = sole_library(settings)
+    if library.adapter == "simulated":
+        options = parse_options(library.adapter_options)
         profile = profile or options.profile
         drives = drives or options.drives
         setup = LibraryFile(
@@ -209,12 +211,12 @@ def library_model(settings: Settings, profile: str | None, drives: int | None) -
         )
     if profile is None:
         raise InvalidInput(
-            f"the {settings.adapter} adapter does not say which drives it has: name a drive profile",
+            f"the {library.adapter} adapter does not say which drives it has: name a drive profile",
             field="profile",
         )
     if drives is None:
         raise InvalidInput(
-            f"the {settings.adapter} adapter does not say how many drives it has: give drives", field="drives"
+            f"the {library.adapter} adapter does not say how many drives it has: give drives", field="drives"
         )
     if drives < 1:
         raise InvalidInput(f"drives must be at least 1, got {drives}", field="drives")

@@ -15,6 +15,11 @@ library's next event, the plan's `wake_at`, the next retry coming due and a stal
 Until then the snapshot and the library stay as they are, and a policy is a function of its snapshot, so the
 skipped passes would have planned nothing either (tests/replay/test_replay.py checks it against a replay
 of every tick).
+
+A site of several libraries (`ReplayConfig.libraries`, docs/decisions.md §17) runs one simulated library, one
+planning path, recovery pace and read-timeout watch per library over the one memory queue
+(`carousel.replay.site`): each tick applies every library's events, then plans each library in turn. Without
+`libraries` the replay is one library named `default`, exactly as before.
 """
 
 from __future__ import annotations
@@ -31,9 +36,12 @@ from carousel.domain.buffer import BufferLimits
 from carousel.domain.clock import ManualClock
 from carousel.domain.completion import RetryRule
 from carousel.domain.errors import ConfigError
+from carousel.domain.libraries import DEFAULT_LIBRARY, usage_weights
+from carousel.domain.planning import Plan
 from carousel.replay.library_setup import LibraryFile, apply_library_file, policy_setup
 from carousel.replay.memory_store import MemoryQueueStore
-from carousel.replay.trace import Trace
+from carousel.replay.site import LibraryQueue, LibrarySpec
+from carousel.replay.trace import Trace, TraceRow
 from carousel.scheduler.feed import FeedControl, FeedSettings
 from carousel.scheduler.planning_path import Dispatch, PlanningPath
 from carousel.scheduler.read_timeouts import ReadTimeouts
@@ -83,6 +91,13 @@ class ReplayConfig:
     buffer: BufferLimits | None = None
     # how long after its file is staged a client releases it (unless its trace row says): the pin's length
     release_after_s: float = 0.0
+    # a site of several libraries, each with its profile and drives (profile and drives above then unused);
+    # empty: one library named `default` of `profile` × `drives`
+    libraries: tuple[LibrarySpec, ...] = ()
+
+    def sites(self) -> tuple[LibrarySpec, ...]:
+        """The libraries replayed: `libraries`, or the one `default` library."""
+        return self.libraries or (LibrarySpec(DEFAULT_LIBRARY, self.profile, self.drives),)
 
 
 def with_service_settings(config: ReplayConfig, settings: Settings) -> ReplayConfig:
@@ -116,6 +131,21 @@ class ReplayResult:
     cycles: int  # planning passes run (skipped ticks not counted)
     ticks: int  # cycle intervals the replay spanned
     handovers: list[tuple[float, int]]  # (second, files handed to the library) of every pass
+    # every library of the site, in the config's order (one, `default`, unless the config names several);
+    # setup, profile, physics and library above are the first's
+    libraries: tuple[LibraryRun, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LibraryRun:
+    """One library of a replayed site, as it ran."""
+
+    name: str
+    drives: int
+    setup: LibrarySetup
+    profile: DriveProfile
+    physics: TapePhysics
+    stats: LibraryStats
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,18 +167,43 @@ def replay_library(trace: Trace, config: ReplayConfig, policy: Policy | None = N
     caller has built it already), with the config's library file over it."""
     if config.drives < 1:
         raise ConfigError(f"drives must be at least 1, got {config.drives}")
-    profile = load_profile(config.profile)
+    return _library_of(trace.rows, trace.source, config.sites()[0], config, policy)
+
+
+def site_libraries(trace: Trace, config: ReplayConfig) -> dict[str, ReplayLibrary]:
+    """Every library of the configured site, fresh, each holding its own rows' files and set up as the replay
+    sets it up: what the service runs when it is compared with a replay."""
+    return {
+        spec.name: _library_of(
+            trace.rows if not config.libraries else tuple(r for r in trace.rows if r.library == spec.name),
+            trace.source,
+            spec,
+            config,
+            None,
+        )
+        for spec in config.sites()
+    }
+
+
+def _library_of(
+    rows: tuple[TraceRow, ...],
+    source: str,
+    spec: LibrarySpec,
+    config: ReplayConfig,
+    policy: Policy | None,
+) -> ReplayLibrary:
+    profile = load_profile(spec.profile)
     physics = TapePhysics(profile)
     if policy is None:
         policy = build_policy(config.policy, config.policy_options)
     setup = apply_library_file(
         policy_setup(library_needs_of(policy)), config.library, source=config.library_source
     )
+    setup = apply_library_file(setup, spec.changes, source=f"library {spec.name}")
     if setup.faults is not None and config.seed:  # the replay's seed, every fault kept
         setup = replace(setup, faults=replace(setup.faults, seed=config.seed))
-    library = build_library(
-        physics, _catalogue(trace, profile), drives=config.drives, setup=setup, seed=config.seed
-    )
+    catalogue = _catalogue(rows, source, profile)
+    library = build_library(physics, catalogue, drives=spec.drives, setup=setup, seed=config.seed)
     return ReplayLibrary(library=library, physics=physics, profile=profile, setup=setup)
 
 
@@ -162,6 +217,61 @@ class PassSeen:
     arrived: int
 
 
+@dataclass(slots=True)
+class _Site:
+    """One library of the replayed site and the service's machinery that runs it."""
+
+    spec: LibrarySpec
+    built: ReplayLibrary
+    adapter: SimulatedAdapter
+    queue: LibraryQueue
+    path: PlanningPath
+    feed: FeedControl
+    read_timeouts: ReadTimeouts
+    plan: Plan | None = None  # its last pass's plan, as reported (its wake_at, its waiting reasons)
+
+
+def _sites(trace: Trace, config: ReplayConfig, store: MemoryQueueStore, clock: ManualClock) -> list[_Site]:
+    specs = config.sites()
+    names = {spec.name for spec in specs}
+    unknown = [name for name in trace.libraries if name not in names]
+    if unknown:
+        raise ConfigError(
+            f"{trace.source}: column library: {unknown[0]} is not a library of the replay"
+            f" (its libraries: {', '.join(sorted(names))})"
+        )
+    counter = itertools.count(1)  # one counter for the site: claim keys stay unique across libraries
+    sites = []
+    for spec in specs:
+        policy = build_policy(config.policy, config.policy_options)  # each library plans on its own
+        rows = trace.rows if not config.libraries else tuple(r for r in trace.rows if r.library == spec.name)
+        built = _library_of(rows, trace.source, spec, config, policy)
+        adapter = built.adapter(clock, config.time_scale)
+        queue = LibraryQueue(store, spec.name)
+        path = PlanningPath(
+            queue,
+            adapter,
+            policy,
+            clock,
+            max_files_per_cycle=config.max_files_per_cycle,
+            costs=library_costs(built.physics, built.setup.robots).per_clock(config.time_scale),
+            new_key=lambda: f"c{next(counter)}",
+            buffer=store.buffer,
+        )
+        feed = FeedControl(config.feed, max_files_per_cycle=config.max_files_per_cycle, costs=path.costs)
+        read_timeouts = ReadTimeouts(
+            queue.reads_started_before,
+            store.fail_attempts,
+            adapter,
+            clock,
+            costs=path.costs,
+            factor=config.read_timeout_factor,
+            margin_s=config.read_timeout_margin_s,
+        )
+        sites.append(_Site(spec, built, adapter, queue, path, feed, read_timeouts))
+    return sites
+
+
 def replay(
     trace: Trace, config: ReplayConfig, *, observer: Callable[[PassSeen], None] | None = None
 ) -> ReplayResult:
@@ -172,39 +282,21 @@ def replay(
         raise ConfigError(f"time scale must be positive, got {config.time_scale}")
     if not config.release_after_s >= 0:
         raise ConfigError(f"release_after_s must be a number of seconds >= 0, got {config.release_after_s}")
-    policy = build_policy(config.policy, config.policy_options)  # first: a bad option is the policy's error
-    built = replay_library(trace, config, policy)
-    profile, physics, setup, library = built.profile, built.physics, built.setup, built.library
+    build_policy(config.policy, config.policy_options)  # first: a bad option is the policy's error
+    if config.drives < 1 and not config.libraries:
+        raise ConfigError(f"drives must be at least 1, got {config.drives}")
     clock = ManualClock(EPOCH)
-    adapter = built.adapter(clock, config.time_scale)
     store = MemoryQueueStore(
         RetryRule(config.max_attempts, config.retry_backoff_s),
         track_usage="fair_share" in config.policy_options,
         usage_window_s=config.fair_share_window_s,
         buffer=config.buffer,
         release_after_s=config.release_after_s,
+        usage_weights=usage_weights(
+            {spec.name: load_profile(spec.profile).rate_bytes_per_s for spec in config.sites()}
+        ),
     )
-    counter = itertools.count(1)
-    path = PlanningPath(
-        store,
-        adapter,
-        policy,
-        clock,
-        max_files_per_cycle=config.max_files_per_cycle,
-        costs=library_costs(physics, setup.robots).per_clock(config.time_scale),
-        new_key=lambda: f"c{next(counter)}",
-        buffer=store.buffer,
-    )
-    feed = FeedControl(config.feed, max_files_per_cycle=config.max_files_per_cycle, costs=path.costs)
-    read_timeouts = ReadTimeouts(
-        store.reads_started_before,
-        store.fail_attempts,
-        adapter,
-        clock,
-        costs=path.costs,
-        factor=config.read_timeout_factor,
-        margin_s=config.read_timeout_margin_s,
-    )
+    sites = _sites(trace, config, store, clock)
 
     rows = trace.rows
     interval = config.cycle_interval_s
@@ -219,9 +311,10 @@ def replay(
                 f"replay stuck: {store.active} files still wait after {now_s:g} s of virtual time"
             )
         clock.set(EPOCH + timedelta(seconds=now_s))
-        events = adapter.poll_events()
-        feed.observe_events(events, clock.now())
-        store.apply(events, clock.now())
+        for site in sites:
+            events = site.adapter.poll_events()
+            site.feed.observe_events(events, clock.now())
+            store.apply(events, clock.now(), library=site.spec.name)
         while arrived < len(rows) and rows[arrived].arrival_s <= now_s:
             row = rows[arrived]
             store.add(
@@ -233,58 +326,94 @@ def replay(
                 priority=row.priority,
                 at=EPOCH + timedelta(seconds=row.arrival_s),
                 hold_s=row.release_after_s,
+                library=row.library if config.libraries else DEFAULT_LIBRARY,
             )
             arrived += 1
         if arrived == len(rows) and store.active == 0:
             break
-        health = adapter.health()
-        if health is not Health.OFFLINE and _checks_timeouts(read_timeouts, tick, interval):
-            read_timeouts.run()  # as the cycle: reads that hang are cancelled and their attempts fail
-        budget = feed.budget(health, clock.now())  # the service's pace after an outage or a stall
-        path.max_files_per_cycle = max(budget.files, 1)
-        dispatch = path.run(adapter.capacity(), health is not Health.OFFLINE, submit=budget.files > 0)
-        plan = feed.after_pass(dispatch, budget, clock.now())
+        claimed = 0
+        submitted = 0
+        for site in sites:
+            dispatch = _pass(site, tick, interval, clock)
+            claimed += dispatch.claimed
+            submitted += dispatch.files_submitted
+            if observer is not None:
+                observer(PassSeen(dispatch, store, arrived))
         cycles += 1
-        handovers.append((now_s, dispatch.files_submitted))
-        if observer is not None:
-            observer(PassSeen(dispatch, store, arrived))
-        if dispatch.claimed or not config.skip_idle_ticks:
+        handovers.append((now_s, submitted))
+        if claimed or not config.skip_idle_ticks:
             tick += 1
             continue
         upcoming = [
             rows[arrived].arrival_s if arrived < len(rows) else None,
-            _clock_seconds(library.next_event_time(), config.time_scale),
-            _seconds(dispatch.plan.wake_at),
             _seconds(store.next_due()),
             _seconds(store.next_release()),  # a pin ends: the buffer may make room
-            _seconds(feed.next_probe_at()),
-            _timeout_check_after(read_timeouts, store, clock.now(), interval),
         ]
+        for site in sites:
+            upcoming += [
+                _clock_seconds(site.built.library.next_event_time(), config.time_scale),
+                _seconds(site.plan.wake_at if site.plan is not None else None),
+                _seconds(site.feed.next_probe_at()),
+                _timeout_check_after(site.read_timeouts, site.queue, clock.now(), interval, len(store.files)),
+            ]
         soonest = min((t for t in upcoming if t is not None), default=None)
         if soonest is None or soonest > MAX_VIRTUAL_S:
             raise ConfigError(
                 f"replay stuck at {now_s:g} s: {store.active} files wait and nothing will change"
-                f" (policy {config.policy}: {next(iter(plan.waiting.values()), 'no reason given')})"
+                f" (policy {config.policy}: {_first_reason(sites)})"
             )
         tick = max(tick + 1, math.ceil(soonest / interval - 1e-9))
     ticks = tick
-    # let the library finish its unmounts, so every mount has its end
-    while (t := _clock_seconds(library.next_event_time(), config.time_scale)) is not None:
-        # a clock keeps microseconds: round up, or the library would stay just short of its event
-        clock.set(max(clock.now(), EPOCH + timedelta(microseconds=math.ceil(t * 1e6))))
-        store.apply(adapter.poll_events(), clock.now())
+    # let the libraries finish their unmounts, so every mount has its end
+    for site in sites:
+        while (t := _clock_seconds(site.built.library.next_event_time(), config.time_scale)) is not None:
+            # a clock keeps microseconds: round up, or the library would stay just short of its event
+            clock.set(max(clock.now(), EPOCH + timedelta(microseconds=math.ceil(t * 1e6))))
+            store.apply(site.adapter.poll_events(), clock.now(), library=site.spec.name)
+    first = sites[0].built
     return ReplayResult(
         config=config,
-        setup=setup,
-        profile=profile,
-        physics=physics,
+        setup=first.setup,
+        profile=first.profile,
+        physics=first.physics,
         trace=trace,
         store=store,
-        library=library.stats(),
+        library=first.library.stats(),
         cycles=cycles,
         ticks=ticks,
         handovers=handovers,
+        libraries=tuple(_run_of(site) for site in sites),
     )
+
+
+def _run_of(site: _Site) -> LibraryRun:
+    built = site.built
+    return LibraryRun(
+        site.spec.name, site.spec.drives, built.setup, built.profile, built.physics, built.library.stats()
+    )
+
+
+def _pass(site: _Site, tick: int, interval: float, clock: ManualClock) -> Dispatch:
+    """One library's planning pass, as the service's cycle runs it: read timeouts, its recovery pace, the
+    planning path. A library offline or stalled holds back its own work only."""
+    adapter, feed, path = site.adapter, site.feed, site.path
+    health = adapter.health()
+    if health is not Health.OFFLINE and _checks_timeouts(site.read_timeouts, tick, interval):
+        site.read_timeouts.run()  # as the cycle: reads that hang are cancelled and their attempts fail
+    budget = feed.budget(health, clock.now())  # the service's pace after an outage or a stall
+    path.max_files_per_cycle = max(budget.files, 1)
+    dispatch = path.run(adapter.capacity(), health is not Health.OFFLINE, submit=budget.files > 0)
+    reported = feed.after_pass(dispatch, budget, clock.now())
+    site.plan = replace(reported, wake_at=dispatch.plan.wake_at)
+    return dispatch
+
+
+def _first_reason(sites: list[_Site]) -> str:
+    """The first waiting reason any library's last plan gave, for a replay that cannot go on."""
+    for site in sites:
+        if site.plan is not None and site.plan.waiting:
+            return next(iter(site.plan.waiting.values()))
+    return "no reason given"
 
 
 def _clock_seconds(library_s: float | None, time_scale: float) -> float | None:
@@ -299,10 +428,10 @@ def _checks_timeouts(read_timeouts: ReadTimeouts, tick: int, interval: float) ->
 
 
 def _timeout_check_after(
-    read_timeouts: ReadTimeouts, store: MemoryQueueStore, now: datetime, interval: float
+    read_timeouts: ReadTimeouts, queue: LibraryQueue, now: datetime, interval: float, files: int
 ) -> float | None:
     """The first tick (in seconds) at which the service's check would find a read in flight overdue."""
-    deadline = read_timeouts.deadline(store.reads_started_before(now + _INSTANT, len(store.files)))
+    deadline = read_timeouts.deadline(queue.reads_started_before(now + _INSTANT, files))
     if deadline is None:
         return None
     tick = math.floor((deadline - EPOCH).total_seconds() / interval) + 1  # the first tick after it
@@ -315,9 +444,9 @@ def _seconds(when: datetime | None) -> float | None:
     return None if when is None else (when - EPOCH).total_seconds()
 
 
-def _catalogue(trace: Trace, profile: DriveProfile) -> Catalogue:
+def _catalogue(rows: tuple[TraceRow, ...], source: str, profile: DriveProfile) -> Catalogue:
     first: dict[str, tuple[int, str, int]] = {}
-    for row in trace.rows:
+    for row in rows:
         first.setdefault(row.path, (row.size_bytes, row.tape, row.position_bytes))
     paths = list(first)
     try:
@@ -330,6 +459,6 @@ def _catalogue(trace: Trace, profile: DriveProfile) -> Catalogue:
         )
     except CatalogueInvalid as exc:
         raise ConfigError(
-            f"{trace.source}: the files do not fit profile {profile.name}'s cartridges:"
+            f"{source}: the files do not fit profile {profile.name}'s cartridges:"
             f" {paths[exc.problem.row]} ({exc.problem.column}): {exc}"
         ) from exc

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from carousel.completion.read_end import read_end
 from carousel.domain.buffer import BufferLimits, epoch_s, fitting
 from carousel.domain.completion import Counted, RetryRule, holds_attempt, read_ended
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.planning import GroupDemand, GroupUsage, ReadOrder, Selection, TapeDemand, TapeInFlight
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand, Reading, split_mount_time
 from carousel.domain.states import CLAIM, FILE_ACTIVE, GIVE_BACK, HAND_OVER, FileState
@@ -30,6 +31,7 @@ from carousel.scheduler.queue_store import Claim
 from hsm_adapters.base import Event, EventKind
 
 SERVICE_CLASS = "default"  # traces carry no class of service
+TapeKey = tuple[str, str]  # (library, tape): tape ids are unique per library (docs/decisions.md §17)
 
 
 @dataclass(slots=True)
@@ -54,6 +56,7 @@ class MountRecord:
     files: int = 0
     bytes: int = 0
     started_by_group: dict[str, int] = field(default_factory=dict)
+    library: str = DEFAULT_LIBRARY
 
 
 @dataclass(slots=True)
@@ -76,6 +79,11 @@ class _File:
     mount: int | None = None
     drive: str | None = None
     waiters: list[int] = field(default_factory=list)  # rows pending on this recall
+    library: str = DEFAULT_LIBRARY
+
+    @property
+    def key(self) -> TapeKey:
+        return (self.library, self.tape)
 
     @property
     def wanted(self) -> bool:
@@ -84,13 +92,14 @@ class _File:
 
 
 class _Tape:
-    __slots__ = ("demand", "in_flight", "name", "queued")
+    __slots__ = ("demand", "in_flight", "library", "name", "queued")
 
     queued: list[tuple[int, int]]
     in_flight: dict[str, list[int]]
     demand: TapeDemand | None
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, library: str, name: str) -> None:
+        self.library = library
         self.name = name
         self.queued: list[tuple[int, int]] = []  # (position, file id), due files only, head order
         self.in_flight: dict[str, list[int]] = {}  # group -> [files, bytes]
@@ -108,8 +117,11 @@ class MemoryQueueStore:
         usage_window_s: float = 86_400.0,
         buffer: BufferLimits | None = None,
         release_after_s: float = 0.0,
+        usage_weights: Mapping[str, float] | None = None,
     ) -> None:
         self.retry = retry
+        # per library, what its drive-second counts in reference drive-seconds (fair share across libraries)
+        self.usage_weights = dict(usage_weights or {})
         # the disk buffer, accounting only (no bytes): None plans as the service with its buffer off
         self.buffer = MemoryBuffer(buffer, lambda file_id: self.files[file_id - 1].path) if buffer else None
         self.release_after_s = release_after_s
@@ -121,15 +133,19 @@ class MemoryQueueStore:
         self.rows: list[RowOutcome] = []
         self.mounts: list[MountRecord] = []
         self._by_path: dict[str, _File] = {}
-        self._tapes: dict[str, _Tape] = {}
-        self._order: list[str] | None = []  # tapes with work by (oldest, tape); None when it must be rebuilt
+        self._tapes: dict[TapeKey, _Tape] = {}
+        # tapes with work by (oldest, library, tape); None when it must be rebuilt
+        self._order: list[TapeKey] | None = []
         self._arrival: list[tuple[datetime, int]] = []  # due queued files by (queued_at, id), lazily pruned
         self._backoff: list[tuple[datetime, int]] = []  # queued files not yet due, by not_before
-        self._open_mounts: dict[tuple[str, str | None], MountRecord] = {}
-        self._flying: dict[str, TapeInFlight] = {}  # tapes with files in flight
-        self._flying_view: tuple[TapeInFlight, ...] | None = ()  # None when it must be rebuilt
-        self._tapes_view: tuple[TapeDemand, ...] | None = ()  # None when it must be rebuilt
+        self._open_mounts: dict[tuple[str, str, str | None], MountRecord] = {}  # (library, tape, drive)
+        self._flying: dict[TapeKey, TapeInFlight] = {}  # tapes with files in flight
+        # per library asked for (None: all of them), the views demand answers; emptied when they change
+        self._flying_views: dict[str | None, tuple[TapeInFlight, ...]] = {}
+        self._tapes_views: dict[str | None, tuple[TapeDemand, ...]] = {}
         self._in_flight = 0
+        self._in_flight_by: dict[str, int] = {}  # per library
+        self._libraries: set[str] = set()  # the libraries of every tape seen
         self._active = 0
         self._reading: dict[int, _File] = {}  # files whose read started and has not ended, by id
 
@@ -146,6 +162,7 @@ class MemoryQueueStore:
         priority: int,
         at: datetime,
         hold_s: float | None = None,
+        library: str = DEFAULT_LIBRARY,
     ) -> int:
         """A requester asks for a file at `at` and holds it `hold_s` once staged (None: the store's
         release_after_s); returns the row number its outcome is kept under."""
@@ -163,7 +180,7 @@ class MemoryQueueStore:
             file.waiters.append(row)
             if priority > file.priority:
                 file.priority = priority
-                self._touch(file.tape)
+                self._touch(file.key)
             return row
         if file is not None and file.state is FileState.STAGED and (buffer is None or buffer.holds(file.id)):
             # on disk already: answered at once, as intake does (and the file is pinned for this row too)
@@ -181,6 +198,7 @@ class MemoryQueueStore:
             priority=priority,
             queued_at=at,
             waiters=[row],
+            library=library,
         )
         self.files.append(file)
         self._by_path[path] = file
@@ -203,22 +221,30 @@ class MemoryQueueStore:
 
     # --- QueueStore ---------------------------------------------------------------------------------------
 
-    def demand(self, now: datetime) -> QueueDemand:
+    def demand(self, now: datetime, library: str | None = None) -> QueueDemand:
+        """The whole queue's demand, or (`library`) one library's: its tapes and files in flight only; the
+        usage is the site's whatever the library (fair share holds across the site)."""
         self._release_due(now)
         if self._order is None:
             self._order = sorted(
-                (name for name, tape in self._tapes.items() if tape.queued),
-                key=lambda name: (self._demand_of(self._tapes[name]).oldest, name),
+                (key for key, tape in self._tapes.items() if tape.queued),
+                key=lambda key: (self._demand_of(self._tapes[key]).oldest, key),
             )
-        if self._tapes_view is None:
-            self._tapes_view = tuple(self._demand_of(self._tapes[name]) for name in self._order)
-        if self._flying_view is None:
+        tapes = self._tapes_views.get(library)
+        if tapes is None:
+            tapes = self._tapes_views[library] = tuple(
+                self._demand_of(self._tapes[key]) for key in self._order if library in (None, key[0])
+            )
+        flying = self._flying_views.get(library)
+        if flying is None:
             # in the order tapes took off: policies plan the same whatever the order (a property test)
-            self._flying_view = tuple(self._flying.values())
+            flying = self._flying_views[library] = tuple(
+                tape for key, tape in self._flying.items() if library in (None, key[0])
+            )
         return QueueDemand(
-            tapes=self._tapes_view,
-            in_flight=self._in_flight,
-            in_flight_tapes=self._flying_view,
+            tapes=tapes,
+            in_flight=self._in_flight if library is None else self._in_flight_by.get(library, 0),
+            in_flight_tapes=flying,
             usage=self._usage(now) if self.track_usage else (),
         )
 
@@ -229,13 +255,15 @@ class MemoryQueueStore:
         now: datetime,
         *,
         byte_budget: int | None = None,
+        library: str | None = None,
     ) -> list[Claim]:
+        """As the QueueStore's claim; with `library`, every selection (one of any tape too) stays in it."""
         self._release_due(now)
         claims: list[Claim] = []
         left = byte_budget
         for selection in selections:
             key = new_key()
-            chosen = self._choose(selection) if selection.max_files > 0 else []
+            chosen = self._choose(selection, library) if selection.max_files > 0 else []
             if left is not None:
                 chosen = chosen[: fitting(((f.id, f.size) for f in chosen), left)]
                 left -= sum(f.size for f in chosen)
@@ -272,18 +300,22 @@ class MemoryQueueStore:
 
     # --- completion ---------------------------------------------------------------------------------------
 
-    def apply(self, events: Iterable[Event], now: datetime | None = None) -> None:
-        """The library's events, applied at `now` (None: each at its own time). As the service's completion,
+    def apply(
+        self, events: Iterable[Event], now: datetime | None = None, library: str = DEFAULT_LIBRARY
+    ) -> None:
+        """`library`'s events, applied at `now` (None: each at its own time). As the service's completion,
         a staged file lands in the buffer, and is pinned, when its event is applied."""
         self._applied_at = now
         for event in events:
             kind = event.kind
             if kind is EventKind.MOUNTED:
-                record = MountRecord(len(self.mounts) + 1, event.tape or "", event.drive, event.at)
+                record = MountRecord(
+                    len(self.mounts) + 1, event.tape or "", event.drive, event.at, library=library
+                )
                 self.mounts.append(record)
-                self._open_mounts[(record.tape, record.drive)] = record
+                self._open_mounts[(library, record.tape, record.drive)] = record
             elif kind is EventKind.UNMOUNTED:
-                closing = self._open_mounts.pop((event.tape or "", event.drive), None)
+                closing = self._open_mounts.pop((library, event.tape or "", event.drive), None)
                 if closing is not None:
                     closing.unmounted = event.at
             else:
@@ -301,7 +333,7 @@ class MemoryQueueStore:
         if completion.move is None:
             return
         if completion.counted is Counted.STAGED:
-            mount = self._open_mounts.get((event.tape or "", event.drive))
+            mount = self._open_mounts.get((file.library, event.tape or "", event.drive))
             if mount is not None:
                 mount.files += 1
                 mount.bytes += event.bytes
@@ -320,7 +352,7 @@ class MemoryQueueStore:
         file.started_at = event.at
         self._reading[file.id] = file
         file.drive = event.drive
-        mount = self._open_mounts.get((event.tape or "", event.drive))
+        mount = self._open_mounts.get((file.library, event.tape or "", event.drive))
         if mount is None:
             return
         file.mount = mount.number
@@ -356,13 +388,19 @@ class MemoryQueueStore:
 
     # --- read timeouts (carousel.scheduler.read_timeouts) ---------------------------------------------------
 
-    def reads_started_before(self, started_before: datetime, limit: int) -> list[Reading]:
-        """Reads started before `started_before` and not ended, oldest first, as the database answers."""
+    def reads_started_before(
+        self, started_before: datetime, limit: int, library: str | None = None
+    ) -> list[Reading]:
+        """Reads started before `started_before` and not ended (in `library`, or any), oldest first, as the
+        database answers."""
         started = sorted(
             (
                 (file.started_at, file.id, file)
                 for file in self._reading.values()
-                if file.started_at is not None and file.started_at < started_before and file.batch_key
+                if file.started_at is not None
+                and file.started_at < started_before
+                and file.batch_key
+                and library in (None, file.library)
             ),
             key=lambda entry: entry[:2],
         )
@@ -387,33 +425,34 @@ class MemoryQueueStore:
         """When the next backed-off file becomes due."""
         return self._backoff[0][0] if self._backoff else None
 
-    def _tape(self, name: str) -> _Tape:
-        tape = self._tapes.get(name)
+    def _tape(self, key: TapeKey) -> _Tape:
+        tape = self._tapes.get(key)
         if tape is None:
-            tape = self._tapes[name] = _Tape(name)
+            tape = self._tapes[key] = _Tape(*key)
+            self._libraries.add(key[0])
         return tape
 
-    def _touch(self, name: str) -> None:
-        self._tape(name).demand = None
+    def _touch(self, key: TapeKey) -> None:
+        self._tape(key).demand = None
         self._order = None
-        self._tapes_view = None
+        self._tapes_views.clear()
 
     def _enqueue(self, file: _File) -> None:
         if file.not_before is not None:
             heapq.heappush(self._backoff, (file.not_before, file.id))
             return
-        bisect.insort(self._tape(file.tape).queued, (file.position, file.id))
+        bisect.insort(self._tape(file.key).queued, (file.position, file.id))
         # the arrival list is pruned lazily: a file queued again may still have its entry there
         arrival, entry = self._arrival, (file.queued_at, file.id)
         where = bisect.bisect_left(arrival, entry)
         if where == len(arrival) or arrival[where] != entry:
             arrival.insert(where, entry)
-        self._touch(file.tape)
+        self._touch(file.key)
 
     def _unqueue(self, file: _File) -> None:
-        queued = self._tapes[file.tape].queued
+        queued = self._tapes[file.key].queued
         del queued[bisect.bisect_left(queued, (file.position, file.id))]
-        self._touch(file.tape)  # the arrival list is pruned lazily
+        self._touch(file.key)  # the arrival list is pruned lazily
 
     def _release_due(self, now: datetime) -> None:
         backoff = self._backoff
@@ -425,27 +464,28 @@ class MemoryQueueStore:
                 self._enqueue(file)
 
     def _flight(self, file: _File, step: int) -> None:
-        tape = self._tape(file.tape)
+        tape = self._tape(file.key)
         counts = tape.in_flight.setdefault(file.group, [0, 0])
         counts[0] += step
         counts[1] += step * file.size
         if counts[0] == 0:
             del tape.in_flight[file.group]
         self._in_flight += step
+        self._in_flight_by[file.library] = self._in_flight_by.get(file.library, 0) + step
         if self.buffer is not None:
             self.buffer.reserved_bytes += step * file.size
         if tape.in_flight:
-            self._flying[tape.name] = TapeInFlight(
+            self._flying[file.key] = TapeInFlight(
                 tape.name,
                 sum(files for files, _ in tape.in_flight.values()),
                 tuple(GroupDemand(g, files, size) for g, (files, size) in sorted(tape.in_flight.items())),
             )
         else:
-            self._flying.pop(tape.name, None)
-        self._flying_view = None
+            self._flying.pop(file.key, None)
+        self._flying_views.clear()
         tape.demand = None
         if tape.queued:
-            self._tapes_view = None
+            self._tapes_views.clear()
 
     def _demand_of(self, tape: _Tape) -> TapeDemand:
         if tape.demand is None:
@@ -478,14 +518,14 @@ class MemoryQueueStore:
             retries=sum(1 for f in files if f.attempts > 0),
         )
 
-    def _choose(self, selection: Selection) -> list[_File]:
+    def _choose(self, selection: Selection, library: str | None) -> list[_File]:
         """The files a claim takes, in the selection's order, as the claim query picks them."""
         if selection.service_class not in (None, SERVICE_CLASS):
             return []
         wanted = selection.max_files
         out: list[_File] = []
         total = 0
-        for file in self._candidates(selection):
+        for file in self._candidates(selection, library):
             if selection.group is not None and file.group != selection.group:
                 continue
             if selection.first_attempts_only and file.attempts > 0:
@@ -498,26 +538,43 @@ class MemoryQueueStore:
                 break
         return out
 
-    def _candidates(self, selection: Selection) -> Iterable[_File]:
+    def _candidates(self, selection: Selection, library: str | None) -> Iterable[_File]:
         files = self.files
         if selection.order is ReadOrder.POSITION:
-            names = [selection.tape] if selection.tape is not None else sorted(self._tapes)
-            for name in names:
-                tape = self._tapes.get(name)
+            for key in self._keys(selection.tape, library):
+                tape = self._tapes.get(key)
                 if tape is not None:
                     # a copy: the caller removes what it takes
                     yield from [files[file_id - 1] for _, file_id in list(tape.queued)]
             return
         if selection.tape is not None:
-            tape = self._tapes.get(selection.tape)
-            queued = [files[file_id - 1] for _, file_id in tape.queued] if tape else []
+            queued = [
+                files[file_id - 1]
+                for key in self._keys(selection.tape, library)
+                for _, file_id in self._tapes[key].queued
+            ]
             yield from sorted(queued, key=lambda f: (f.queued_at, f.id))
             return
         self._prune_arrivals()
         for queued_at, file_id in list(self._arrival):
             file = files[file_id - 1]
-            if file.state is FileState.QUEUED and file.not_before is None and file.queued_at == queued_at:
+            if (
+                file.state is FileState.QUEUED
+                and file.not_before is None
+                and file.queued_at == queued_at
+                and library in (None, file.library)
+            ):
                 yield file
+
+    def _keys(self, tape: str | None, library: str | None) -> list[TapeKey]:
+        """The tapes a selection may take from, in (tape, library) order: `tape` in `library` (in any, when
+        the library is not given), or every tape of it."""
+        libraries = sorted(self._libraries) if library is None else [library]
+        if tape is not None:  # one lookup per library, not a pass over every tape
+            return [(name, tape) for name in libraries if (name, tape) in self._tapes]
+        return sorted(
+            (key for key in self._tapes if library in (None, key[0])), key=lambda key: (key[1], key[0])
+        )
 
     def _prune_arrivals(self) -> None:
         arrival = self._arrival
@@ -543,7 +600,8 @@ class MemoryQueueStore:
                 continue
             if mount.started_by_group:
                 seconds = max(0.0, (min(end, now) - max(mount.mounted, since)).total_seconds())
-                spans.append((seconds, mount.started_by_group))
+                # reference drive-seconds: a slower library's drive-second counts less (decisions.md §17)
+                spans.append((seconds * self.usage_weights.get(mount.library, 1.0), mount.started_by_group))
         return split_mount_time(spans)
 
 

@@ -2,6 +2,10 @@
 
 Times are seconds from the trace's second 0, to the millisecond. Latency is end − arrival of each trace row
 whose file reached disk.
+
+A site of several libraries (docs/decisions.md §17) adds a `library` column to files.csv and mounts.csv, and
+summary.json gives each library's figures under `libraries` beside the site's totals (a site of one library
+has the one entry, `default`).
 """
 
 from __future__ import annotations
@@ -15,9 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from carousel.domain.libraries import DEFAULT_LIBRARY, usage_weights
+from carousel.domain.queue import split_mount_time
 from carousel.domain.states import FileState
 from carousel.replay.bound import PhysicalBound, physical_bound
-from carousel.replay.driver import EPOCH, ReplayConfig, ReplayResult
+from carousel.replay.driver import EPOCH, LibraryRun, ReplayConfig, ReplayResult
+from carousel.replay.trace import make_trace
 
 FILES_HEADER = (
     "path",
@@ -67,7 +74,8 @@ def write_outputs(result: ReplayResult, out: Path) -> dict[str, Any]:
 def _write_files(result: ReplayResult, path: Path) -> None:
     with path.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(FILES_HEADER)
+        several = bool(result.config.libraries)
+        writer.writerow((*FILES_HEADER, *(("library",) if several else ())))
         for row, outcome in zip(result.trace.rows, result.store.rows, strict=True):
             writer.writerow(
                 (
@@ -81,6 +89,7 @@ def _write_files(result: ReplayResult, path: Path) -> None:
                     outcome.state.value if outcome.state else "PENDING",
                     "" if outcome.mount is None else outcome.mount,
                     outcome.drive or "",
+                    *((row.library,) if several else ()),
                 )
             )
 
@@ -88,7 +97,8 @@ def _write_files(result: ReplayResult, path: Path) -> None:
 def _write_mounts(result: ReplayResult, path: Path) -> None:
     with path.open("w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(MOUNTS_HEADER)
+        several = bool(result.config.libraries)
+        writer.writerow((*MOUNTS_HEADER, *(("library",) if several else ())))
         for mount in result.store.mounts:
             writer.writerow(
                 (
@@ -100,6 +110,7 @@ def _write_mounts(result: ReplayResult, path: Path) -> None:
                     _text(seconds(mount.unmounted)),
                     mount.files,
                     mount.bytes,
+                    *((mount.library,) if several else ()),
                 )
             )
 
@@ -124,7 +135,24 @@ def scheduling_of(config: ReplayConfig) -> dict[str, Any]:
 
 
 def summarise(result: ReplayResult, bound: PhysicalBound | None = None) -> dict[str, Any]:
-    bound = bound or physical_bound(result.trace, result.physics, result.config.drives, result.setup.robots)
+    """The replay's figures; for a site of several libraries, the site's totals (its bound: the largest of
+    its libraries', which are independent resources) and each library's under `libraries`."""
+    several = bool(result.config.libraries)
+    bounds: dict[str, PhysicalBound] = {}
+    if several:
+        for run in result.libraries:
+            own = make_trace((r for r in result.trace.rows if r.library == run.name), result.trace.source)
+            bounds[run.name] = (
+                physical_bound(own, run.physics, run.drives, run.setup.robots) if own.rows else _NONE
+            )
+        binding_library = max(bounds, key=lambda name: bounds[name].bound_s)
+        bound = bound or bounds[binding_library]
+    else:
+        bound = bound or physical_bound(
+            result.trace, result.physics, result.config.drives, result.setup.robots
+        )
+        bounds[DEFAULT_LIBRARY] = bound
+        binding_library = DEFAULT_LIBRARY
     rows = result.trace.rows
     outcomes = result.store.rows
     staged = [(row, o) for row, o in zip(rows, outcomes, strict=True) if o.state is FileState.STAGED]
@@ -132,9 +160,9 @@ def summarise(result: ReplayResult, bound: PhysicalBound | None = None) -> dict[
     makespan = max((e for e in ends if e is not None), default=0.0)
     files_read = [f for f in result.store.files if f.state is FileState.STAGED]
     read_bytes = sum(f.size for f in files_read)
-    stats = result.library
-    busy = sum(stats.drive_busy_s.values())
-    reading = sum(stats.drive_read_s.values())
+    runs = _runs(result)
+    busy = sum(sum(run.stats.drive_busy_s.values()) for run in runs)
+    reading = sum(sum(run.stats.drive_read_s.values()) for run in runs)
     latencies: dict[str, list[float]] = {}
     for row, outcome in staged:
         end = seconds(outcome.end)
@@ -149,7 +177,7 @@ def summarise(result: ReplayResult, bound: PhysicalBound | None = None) -> dict[
         "trace": result.trace.source,
         "requests": len({row.request for row in rows}),
         "rows": len(rows),
-        "drives": result.config.drives,
+        "drives": sum(run.drives for run in runs),
         "seed": result.config.seed,
         "cycle_interval_s": result.config.cycle_interval_s,
         "scheduling": scheduling_of(result.config),
@@ -182,11 +210,81 @@ def summarise(result: ReplayResult, bound: PhysicalBound | None = None) -> dict[
             "locate_s": round(bound.locate_s, 3),
             "robots": bound.robots,
             "robot_moves": bound.robot_moves,
+            "library": binding_library,
         },
-        "robot_wait_s": round(stats.robot_wait_s, 3),
+        "robot_wait_s": round(sum(run.stats.robot_wait_s for run in runs), 3),
         "cycles": result.cycles,
         "buffer": buffer_summary(result),
-        "profile": profile,
+        "profile": profile if not several else None,  # each library's is under `libraries`
+        "usage_reference_drive_s": _usage(result, runs, None),
+        "libraries": {run.name: _library_part(result, run, bounds[run.name], runs) for run in runs},
+    }
+
+
+_NONE = PhysicalBound(0.0, 0.0, "none", 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1, 0)  # a library with no rows
+
+
+def _runs(result: ReplayResult) -> tuple[LibraryRun, ...]:
+    return result.libraries or (
+        LibraryRun(
+            DEFAULT_LIBRARY,
+            result.config.drives,
+            result.setup,
+            result.profile,
+            result.physics,
+            result.library,
+        ),
+    )
+
+
+def _usage(result: ReplayResult, runs: tuple[LibraryRun, ...], library: str | None) -> dict[str, float]:
+    """Drive time each group used over the whole replay (of `library`, or of the site), in reference
+    drive-seconds: the unit fair share accounts in across libraries (docs/decisions.md §17)."""
+    weights = usage_weights({run.name: run.profile.rate_bytes_per_s for run in runs})
+    spans = [
+        (
+            ((mount.unmounted or mount.mounted) - mount.mounted).total_seconds()
+            * weights.get(mount.library, 1.0),
+            mount.started_by_group,
+        )
+        for mount in result.store.mounts
+        if mount.started_by_group and library in (None, mount.library)
+    ]
+    return {usage.group: round(usage.drive_s, 3) for usage in split_mount_time(spans)}
+
+
+def _library_part(
+    result: ReplayResult, run: LibraryRun, bound: PhysicalBound, runs: tuple[LibraryRun, ...]
+) -> dict[str, Any]:
+    """One library's figures: what it read, over its own makespan (its last file's end), against its bound."""
+    several = bool(result.config.libraries)
+    files = [f for f in result.store.files if not several or f.library == run.name]
+    read = [f for f in files if f.state is FileState.STAGED]
+    read_bytes = sum(f.size for f in read)
+    ends = [seconds(f.ended_at) for f in files if f.ended_at is not None]
+    makespan = max((e for e in ends if e is not None), default=0.0)
+    mounts = [m for m in result.store.mounts if not several or m.library == run.name]
+    busy = sum(run.stats.drive_busy_s.values())
+    reading = sum(run.stats.drive_read_s.values())
+    return {
+        "profile": run.profile.name,
+        "drives": run.drives,
+        "library": run.setup.describe(),
+        "makespan_s": round(makespan, 3),
+        "files": len(read),
+        "bytes": read_bytes,
+        "failed": sum(1 for f in files if f.state is FileState.FAILED),
+        "mounts": len(mounts),
+        "files_per_mount": round(len(read) / len(mounts), 3) if mounts else 0.0,
+        "drive_busy_s": round(busy, 3),
+        "drive_read_s": round(reading, 3),
+        "throughput_bytes_per_s": round(read_bytes / makespan, 3) if makespan else 0.0,
+        "efficiency": round(reading / busy, 5) if busy else 0.0,
+        "physical_bound_s": round(bound.bound_s, 3),
+        "makespan_over_bound": round(makespan / bound.bound_s, 4) if bound.bound_s else None,
+        "binding": bound.binding,
+        "robot_wait_s": round(run.stats.robot_wait_s, 3),
+        "usage_reference_drive_s": _usage(result, runs, run.name if several else None),
     }
 
 
@@ -232,6 +330,51 @@ def compare_row(summary: dict[str, Any]) -> dict[str, Any]:
         "failed": summary["failed"],
         "library": summary["library"],
     }
+
+
+LIBRARY_COLUMNS = (
+    "policy",
+    "library_name",
+    "profile",
+    "drives",
+    "makespan_s",
+    "bound_s",
+    "makespan_over_bound",
+    "binding",
+    "throughput_mb_s",
+    "mounts",
+    "files_per_mount",
+    "efficiency",
+)
+
+
+def library_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """A summary's per-library figures, a row each (the printed report and compare_libraries.csv)."""
+    return [
+        {
+            "policy": summary["policy"],
+            "library_name": name,
+            "profile": part["profile"],
+            "drives": part["drives"],
+            "makespan_s": part["makespan_s"],
+            "bound_s": part["physical_bound_s"],
+            "makespan_over_bound": part["makespan_over_bound"],
+            "binding": part["binding"],
+            "throughput_mb_s": round(part["throughput_bytes_per_s"] / 1e6, 3),
+            "mounts": part["mounts"],
+            "files_per_mount": part["files_per_mount"],
+            "efficiency": part["efficiency"],
+        }
+        for name, part in summary["libraries"].items()
+    ]
+
+
+def write_library_compare(rows: list[dict[str, Any]], path: Path) -> None:
+    """compare_libraries.csv: each policy's figures per library (a site of several libraries)."""
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=LIBRARY_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def write_compare(rows: list[dict[str, Any]], path: Path) -> None:

@@ -12,7 +12,12 @@ to the byte (`carousel workload NAME --out T.csv` writes one).
   whose cartridges, among 3,000, follow a Zipf law (exponent 1.1: the hottest cartridge holds about 3,000 of
   them, about 2,000 cartridges hold any, most of those one to three), log-normal sizes (median 1 GB, σ 1),
   each cartridge's files at random places over its length. Its many one-file mounts make the robot a
-  resource that binds as much as the drives do.
+  resource that binds as much as the drives do;
+- two_libraries (a site: `lto9` of 8 × lto9 and `lto7` of 4 × lto7, docs/decisions.md §17): 120 bulk
+  requests of 100 files (fewer when the dataset's cartridges hold fewer) within the first hour from three
+  groups (50/30/20 % of requests), each dataset spread over a few cartridges of either library; 300 LTO-9
+  and 150 LTO-7 cartridges whose ids repeat between the libraries (T00001 is in both), as tape ids are
+  unique per library only.
 
 `scale` shrinks a workload (requests and cartridges together) for tests; the full size is scale 1.
 """
@@ -25,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from carousel.domain.errors import ConfigError
+from carousel.replay.site import LibrarySpec
 from carousel.replay.trace import Trace, TraceRow, make_trace
 from hsm_adapters.simulated.catalogue import Catalogue, generate_catalogue
 from hsm_adapters.simulated.profiles import load_profile
@@ -37,6 +43,7 @@ class Workload:
     drives: int
     description: str
     generate: Callable[[float], Trace]
+    libraries: tuple[LibrarySpec, ...] = ()  # a site of several libraries (profile and drives: the first's)
 
 
 def _scaled(full: int, scale: float, least: int) -> int:
@@ -173,6 +180,58 @@ def zipf_batch(scale: float = 1.0) -> Trace:
     return make_trace(rows, f"workload zipf_batch (scale {scale:g})")
 
 
+TWO_LIBRARIES = (LibrarySpec("lto9", "lto9", 8), LibrarySpec("lto7", "lto7", 4))
+TWO_LIBRARY_CARTRIDGES = (300, 150)
+
+
+def two_libraries(scale: float = 1.0) -> Trace:
+    seed = 2025
+    requests = _scaled(120, scale, 3)
+    files_per_request = 100
+    rng = np.random.default_rng(seed)
+    # every library's cartridges: (library, catalogue rows of one cartridge), 40 files spread over each
+    pool: list[tuple[str, list[TraceRow]]] = []
+    for number, (spec, full) in enumerate(zip(TWO_LIBRARIES, TWO_LIBRARY_CARTRIDGES, strict=True)):
+        cartridges = _scaled(full, scale, 2)
+        catalogue = generate_catalogue(
+            seed + number, cartridges, 40, "lognormal:3e9:0.5", load_profile(spec.profile), layout="spread"
+        )
+        entries = [catalogue[path] for path in catalogue]
+        for tape in range(cartridges):
+            pool.append(
+                (
+                    spec.name,
+                    [
+                        TraceRow(0.0, "", f"/{spec.name}{e.path}", e.size_bytes, e.tape, e.position_bytes)
+                        for e in entries[tape * 40 : (tape + 1) * 40]
+                    ],
+                )
+            )
+    arrivals = np.sort(rng.uniform(0.0, 3_600.0, size=requests))
+    rows: list[TraceRow] = []
+    for number, arrival in enumerate(arrivals.tolist(), start=1):
+        spread = int(min(len(pool), max(1, rng.geometric(1 / 4))))
+        tapes = rng.choice(len(pool), size=spread, replace=False).tolist()
+        candidates = [(pool[t][0], row) for t in tapes for row in pool[t][1]]
+        picks = rng.choice(len(candidates), size=min(files_per_request, len(candidates)), replace=False)
+        group = LTO_GROUPS[int(rng.choice(len(LTO_GROUPS), p=LTO_GROUP_SHARES))]
+        for index in sorted(picks.tolist()):
+            library, entry = candidates[index]
+            rows.append(
+                TraceRow(
+                    arrival_s=round(float(arrival), 3),
+                    request=f"r{number:04d}",
+                    path=entry.path,
+                    size_bytes=entry.size_bytes,
+                    tape=entry.tape,
+                    position_bytes=entry.position_bytes,
+                    group=group,
+                    library=library,
+                )
+            )
+    return make_trace(rows, f"workload two_libraries (scale {scale:g})")
+
+
 WORKLOADS: dict[str, Workload] = {
     w.name: w
     for w in (
@@ -189,6 +248,14 @@ WORKLOADS: dict[str, Workload] = {
             12,
             "a bulk restore of Zipf-popular cartridges, log-normal sizes",
             zipf_batch,
+        ),
+        Workload(
+            "two_libraries",
+            "lto9",
+            8,
+            "a site of two libraries (LTO-9 × 8, LTO-7 × 4), three groups over both",
+            two_libraries,
+            libraries=TWO_LIBRARIES,
         ),
     )
 }

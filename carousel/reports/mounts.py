@@ -49,7 +49,7 @@ def _seconds(value: float | None) -> float | None:
 
 def mounts_report(session: Session, window: Window, now: datetime, costs: LibraryCosts | None) -> Report:
     rows: list[tuple[Value, ...]] = []
-    for mount in q.mount_sessions(session, window.since, window.until):
+    for mount in q.mount_sessions(session, window.since, window.until, window.library):
         end = mount.unmounted_at or now
         mounted_s = max((end - mount.mounted_at).total_seconds(), 0.0)
         transfer = mount.bytes / costs.rate_bytes_per_s if costs is not None else None
@@ -88,7 +88,7 @@ def mounts_report(session: Session, window: Window, now: datetime, costs: Librar
 
 def remounts_report(session: Session, window: Window, now: datetime, costs: LibraryCosts | None) -> Report:
     per_bucket: dict[int, Counter[str]] = defaultdict(Counter)
-    for mount in q.mount_sessions(session, window.since, window.until):
+    for mount in q.mount_sessions(session, window.since, window.until, window.library):
         row = window.row_at(mount.mounted_at.timestamp())
         if row is not None:
             per_bucket[row][mount.tape] += 1

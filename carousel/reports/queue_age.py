@@ -48,7 +48,7 @@ def _stats(values: Floats, percentiles: tuple[float, ...]) -> list[float | None]
 
 
 def queue_age_report(session: Session, window: Window, now: datetime, costs: LibraryCosts | None) -> Report:
-    files = q.requested_files(session, window.since, window.until)
+    files = q.requested_files(session, window.since, window.until, window.library)
     groups = sorted({f.group for f in files})
     code = {group: n for n, group in enumerate(groups)}
     group_of = np.array([code[f.group] for f in files], dtype=np.int64)

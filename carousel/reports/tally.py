@@ -45,7 +45,8 @@ Tallies = dict[tuple[str, int], Tally]  # (key, bucket) -> tally
 
 def tally_reads(session: Session, window: Window, by: q.Dimension, tallies: Tallies) -> None:
     since, until, width = window.since, window.until, window.width_s
-    for count in q.finished_counts(session, since, until, width, by):
+    library = window.library
+    for count in q.finished_counts(session, since, until, width, by, library=library):
         tally = tallies[(count.key, window.row_of(count.bucket))]
         if count.outcome == "STAGED":
             tally.files += count.recalls
@@ -53,12 +54,12 @@ def tally_reads(session: Session, window: Window, by: q.Dimension, tallies: Tall
             tally.failed += count.recalls
         elif count.outcome == "CANCELLED":
             tally.cancelled += count.recalls
-    for total in q.read_totals(session, since, until, width, by):
+    for total in q.read_totals(session, since, until, width, by, library=library):
         tally = tallies[(total.key, window.row_of(total.bucket))]
         tally.reading_s += total.seconds
         tally.bytes += total.bytes
     edges = window.edges
-    for span in q.read_spans(session, since, until, width, by):
+    for span in q.read_spans(session, since, until, width, by, library=library):
         duration = span.finished - span.started
         if duration <= 0:  # an instant read: all of it where it ended
             row = window.row_at(span.finished)
@@ -111,7 +112,8 @@ def tally(session: Session, window: Window, now: datetime, by: q.Dimension) -> T
     tallies: Tallies = defaultdict(Tally)
     tally_reads(session, window, by, tallies)
     if by != "group":
-        tally_mounts(q.mount_sessions(session, window.since, window.until), window, now, by, tallies)
+        mounts = q.mount_sessions(session, window.since, window.until, window.library)
+        tally_mounts(mounts, window, now, by, tallies)
     return tallies
 
 

@@ -48,6 +48,7 @@ class Window:
     since: datetime
     until: datetime
     bucket: Bucket
+    library: str | None = None  # one library's history (docs/decisions.md §17); None: the whole site's
 
     @property
     def width_s(self) -> int:

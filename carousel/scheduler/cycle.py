@@ -41,6 +41,7 @@ from carousel.db.transient_errors import database_unavailable
 from carousel.domain.buffer import BufferLimits, BufferView, Pinning
 from carousel.domain.clock import Clock
 from carousel.domain.completion import RetryRule
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.planning import LibraryCosts, Plan
 from carousel.domain.states import NOT_ON_TAPE
 from carousel.scheduler.buffer_adoption import staged_in_buffer
@@ -53,6 +54,7 @@ from carousel.scheduler.media_states import MediaReport, MediaStates
 from carousel.scheduler.planning_path import PlanningPath, published_costs
 from carousel.scheduler.read_timeouts import ReadTimeouts, database_queue
 from carousel.scheduler.resilient_store import ResilientStore
+from carousel.scheduler.site_role import LibraryOfSite
 from hsm_adapters.base import (
     Health,
     HsmAdapter,
@@ -69,11 +71,13 @@ CANCELS_PER_CYCLE = 10_000
 T = TypeVar("T")
 
 
-def event_stream_name(adapter: HsmAdapter) -> str:
-    """Where completion records the events it applied: the adapter's name and this instance. Event sequence
-    numbers count per adapter instance, so a restarted process (a new instance, counting from 1 again) must
-    not find its events taken for ones applied before. At most 64 characters (applied_events.adapter)."""
-    return f"{adapter.name[:40]}:{uuid.uuid4().hex[:16]}"
+def event_stream_name(adapter: HsmAdapter, library: str = DEFAULT_LIBRARY) -> str:
+    """Where completion records the events it applied: the adapter's name and this instance (and the library,
+    when it is not the one `default`: each library's adapter counts its own). Event sequence numbers count
+    per adapter instance, so a restarted process (a new instance, counting from 1 again) must not find its
+    events taken for ones applied before. At most 64 characters (applied_events.adapter)."""
+    named = adapter.name[:40] if library == DEFAULT_LIBRARY else f"{library}/{adapter.name}"[:47]
+    return f"{named}:{uuid.uuid4().hex[:16]}"
 
 
 @dataclass(slots=True)
@@ -116,6 +120,8 @@ class CycleReport:
     )
     elapsed_s: float = 0.0
     errors: list[str] = field(default_factory=list)
+    # a site of several libraries: each library's own report (this one adds them up: site_cycle.py)
+    libraries: dict[str, CycleReport] = field(default_factory=dict)
 
 
 def buffer_limits(settings: Settings) -> BufferLimits:
@@ -134,7 +140,12 @@ class Cycle:
         leader_lock: LeaderLock | None = None,
         costs: LibraryCosts | None = None,
         policy_source: Callable[[], Policy] | None = None,
+        site: LibraryOfSite | None = None,
     ) -> None:
+        # one library of a site (carousel.scheduler.site_cycle): its queue, events and reads only; the site's
+        # steps (buffer, stale claims, lookups across every library) in its first library's cycle alone
+        self.site = site or LibraryOfSite()
+        self.library = self.site.name
         self.settings = settings
         self.session_factory = session_factory
         self.adapter = adapter
@@ -156,7 +167,11 @@ class Cycle:
                 evict_on_release=settings.buffer.evict_on_release,
             )
         )
-        self.store = ResilientStore(live_queue_store(settings, session_factory))
+        self.store = ResilientStore(
+            live_queue_store(
+                settings, session_factory, library=self.library, usage_weights=self.site.usage_weights
+            )
+        )
         # snapshot, plan, claim, submit, record: the very code the trace replay runs over its memory store
         self.path = PlanningPath(
             self.store,
@@ -171,13 +186,14 @@ class Cycle:
             else LiveBuffer(buffer_limits(settings), self.buffer_upkeep),
         )
         self.retry = RetryRule(max_attempts=settings.max_attempts, backoff_s=settings.retry_backoff_s)
-        self.event_stream = event_stream_name(adapter)
+        self.event_stream = event_stream_name(adapter, self.library)
         self.inflight = InFlightWatch(
             session_factory,
             adapter,
             clock,
             timeout_s=settings.inflight_timeout_s,
             destination=self._destination if self.buffer is not None else None,
+            library=self.library,
         )
         # the recovery pace and the liveness watch, as the trace replay runs them too
         self.feed = FeedControl(
@@ -186,7 +202,7 @@ class Cycle:
             costs=self.path.costs,
         )
         self.read_timeouts = ReadTimeouts(
-            *database_queue(session_factory, self.event_stream, self.retry),
+            *database_queue(session_factory, self.event_stream, self.retry, self.library),
             adapter,
             clock,
             costs=self.path.costs,
@@ -199,6 +215,7 @@ class Cycle:
             adapter,
             clock,
             break_after_failed_mounts=settings.media.break_after_failed_mounts,
+            library=self.library,
         )
         # the library's events, applied as they arrive by the pump and at each cycle's events step
         self.live = LiveEvents(
@@ -206,6 +223,7 @@ class Cycle:
             adapter,
             self.event_stream,
             self.retry,
+            library=self.library,
             buffer=self.buffer,
             pinning=lambda: Pinning(self.clock.now(), self.settings.buffer.default_lifetime_s),
             waits=lambda: self.store.unrecorded > 0,
@@ -242,10 +260,17 @@ class Cycle:
         self.leader_lock.release()
 
     def _run(self, report: CycleReport) -> None:
+        self.take_news(report)
+        self.plan_and_submit(report)
+
+    def take_news(self, report: CycleReport) -> None:
+        """The cycle's first half, the leader lock held: a new term's work, what the library reported. A site
+        takes every library's news before it plans any (carousel.scheduler.site_cycle)."""
+        site_steps = self.site.site_steps
         if self.leader_lock.term != self._term:
             self._term = self.leader_lock.term
             report.new_term = True
-            if self.buffer is not None:
+            if self.buffer is not None and site_steps:
                 # before anything is handed over again: the directories are there, what a crash left half
                 # written goes
                 self.buffer.prepare()
@@ -261,10 +286,16 @@ class Cycle:
         # before anything else: claims recovery must not requeue files a library took under their claim
         report.recorded_late = self.store.record_unrecorded()
         self._apply_events(report)
-        self._recover_claims(report)
+
+    def plan_and_submit(self, report: CycleReport) -> None:
+        """The cycle's second half, the leader lock held: recovery, the library's state, lookups, cancels,
+        the snapshot, the plan, the hand-over."""
+        site_steps = self.site.site_steps
+        if site_steps:
+            self._recover_claims(report)
         report.media = self.media.run()
         report.errors.extend(report.media.errors)
-        if self.buffer_upkeep is not None:
+        if self.buffer_upkeep is not None and site_steps:
             report.buffer = UpkeepReport()
             self.buffer_upkeep.run(report.buffer)
         library = self._library_state(report)
@@ -274,8 +305,12 @@ class Cycle:
                 # the library holds more now
                 library = replace(library, capacity=self._library_state(report).capacity)
             self._time_out_reads(report)
-            self._retry_lookups(report)
+            if site_steps:
+                self._retry_lookups(report)
             self._push_cancels(report)
+        elif site_steps and self.site.lookup is not None:
+            # a site's lookup asks every library: this library's outage holds back only its own answers
+            self._retry_lookups(report)
         # an outage stops submission, a stall all but a probe; the plan is still made for the report
         budget = self.feed.budget(library.health, self.clock.now())
         report.budget, report.stalled_since = budget.files, budget.stalled_since
@@ -396,7 +431,7 @@ class Cycle:
         if not unresolved:
             return
         try:
-            results = self.adapter.lookup([u.path for u in unresolved])
+            results = (self.site.lookup or self.adapter).lookup([u.path for u in unresolved])
         except Exception as exc:
             self._note(report, "lookup", exc)
             return
@@ -416,6 +451,7 @@ class Cycle:
                         tape=result.tape,
                         position_bytes=result.position_bytes,
                         size_bytes=result.size_bytes,
+                        library=result.library or self.library,
                     )
                 elif isinstance(result, NotOnTape):
                     not_on_tape += finish_file(session, file.id, NOT_ON_TAPE, now, error=result.reason)
@@ -434,7 +470,9 @@ class Cycle:
     # --- cancels ------------------------------------------------------------------------------------------
 
     def _push_cancels(self, report: CycleReport) -> None:
-        unwanted = self._transaction(lambda session: q.unwanted_in_flight(session, CANCELS_PER_CYCLE))
+        unwanted = self._transaction(
+            lambda session: q.unwanted_in_flight(session, CANCELS_PER_CYCLE, self.library)
+        )
         self._cancel_asked &= set(unwanted)
         to_ask = [file_id for file_id in unwanted if file_id not in self._cancel_asked]
         if not to_ask:

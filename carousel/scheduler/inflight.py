@@ -55,11 +55,13 @@ class InFlightWatch:
         *,
         timeout_s: float,
         destination: Callable[[str], str] | None = None,
+        library: str | None = None,
     ) -> None:
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
         self.session_factory = session_factory
         self.adapter = adapter
+        self.library = library  # whose files the adapter holds (docs/decisions.md §17); None: every file
         self.clock = clock
         self.destination = destination  # where each file's bytes go (the disk buffer); None: no bytes
         self.timeout = timedelta(seconds=timeout_s)
@@ -88,7 +90,8 @@ class InFlightWatch:
         after: str | None = None
         while True:
             keys, files = run_transaction(
-                self.session_factory, functools.partial(_page, silent_since=silent_since, after=after)
+                self.session_factory,
+                functools.partial(_page, silent_since=silent_since, after=after, library=self.library),
             )
             for batch in _batches(files, self.destination):
                 if silent_since is not None and batch.key in self._resent:
@@ -117,10 +120,12 @@ class InFlightWatch:
 
 
 def _page(
-    session: Session, *, silent_since: datetime | None, after: str | None
+    session: Session, *, silent_since: datetime | None, after: str | None, library: str | None
 ) -> tuple[list[str], list[SubmittedFile]]:
-    keys = submitted_batch_keys(session, silent_since=silent_since, after=after, limit=PAGE_BATCHES)
-    return keys, submitted_files_of(session, keys)
+    keys = submitted_batch_keys(
+        session, silent_since=silent_since, after=after, limit=PAGE_BATCHES, library=library
+    )
+    return keys, submitted_files_of(session, keys, library)
 
 
 def _batches(files: list[SubmittedFile], destination: Callable[[str], str] | None) -> list[Batch]:

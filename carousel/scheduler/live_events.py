@@ -35,6 +35,7 @@ from carousel.db.engine import run_transaction
 from carousel.db.transient_errors import database_unavailable
 from carousel.domain.buffer import Pinning
 from carousel.domain.completion import RetryRule
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from hsm_adapters.base import Event, HsmAdapter
 
 log = structlog.get_logger(__name__)
@@ -48,6 +49,7 @@ class LiveEvents:
         stream: str,
         retry: RetryRule,
         *,
+        library: str = DEFAULT_LIBRARY,
         buffer: BufferLayout | None,
         pinning: Callable[[], Pinning],
         waits: Callable[[], bool] = lambda: False,
@@ -56,6 +58,7 @@ class LiveEvents:
         self.adapter = adapter
         self.stream = stream
         self.retry = retry
+        self.library = library  # whose events these are: its mounts are its own
         self.buffer = buffer
         self.pinning = pinning  # the buffer's pins from now (called only with the buffer on)
         self.leading = False  # set by each cycle: the pump applies only while this instance leads
@@ -139,7 +142,9 @@ class LiveEvents:
                 pinning = self.pinning()
             done = run_transaction(
                 self.session_factory,
-                lambda session: apply_events(session, self.stream, events, self.retry, pinning),
+                lambda session: apply_events(
+                    session, self.stream, events, self.retry, pinning, library=self.library
+                ),
             )
             with self._state_lock:  # only an application removes events, and one runs at a time
                 del self._unapplied[: len(events)]

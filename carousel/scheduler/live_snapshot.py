@@ -8,12 +8,14 @@ cycle can report it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.config import Settings
 from carousel.domain.clock import Clock
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.planning import LibraryCosts, Snapshot
 from carousel.scheduler.buffer_keeper import BufferGauge, DatabaseBufferGauge
 from carousel.scheduler.planning_path import published_costs, snapshot_of
@@ -45,9 +47,21 @@ def library_state(adapter: HsmAdapter) -> LibraryState:
         return LibraryState(Health.OFFLINE, NO_CAPACITY, failure=exc)
 
 
-def live_queue_store(settings: Settings, session_factory: sessionmaker[Session]) -> DatabaseQueueStore:
-    """The database queue store the service plans over, weighing drive time over `fair_share_window_s`."""
-    return DatabaseQueueStore(session_factory, usage_window_s=settings.fair_share_window_s)
+def live_queue_store(
+    settings: Settings,
+    session_factory: sessionmaker[Session],
+    *,
+    library: str | None = DEFAULT_LIBRARY,
+    usage_weights: Mapping[str, float] | None = None,
+) -> DatabaseQueueStore:
+    """The database queue store the service plans over, weighing drive time over `fair_share_window_s`: one
+    library's (None: the whole site's), the usage in reference drive-seconds by `usage_weights`."""
+    return DatabaseQueueStore(
+        session_factory,
+        usage_window_s=settings.fair_share_window_s,
+        library=library,
+        usage_weights=usage_weights,
+    )
 
 
 def live_buffer(settings: Settings, session_factory: sessionmaker[Session]) -> BufferGauge | None:

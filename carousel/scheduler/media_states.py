@@ -66,8 +66,11 @@ class MediaStates:
         clock: Clock,
         *,
         break_after_failed_mounts: int,
+        library: str | None = None,
     ) -> None:
         self.session_factory = session_factory
+        # on a site of several, this library's files and drives only (None: every file, every drive)
+        self.library = library
         self.adapter = adapter
         self.clock = clock
         self.break_after = break_after_failed_mounts
@@ -134,7 +137,8 @@ class MediaStates:
 
     def _take_back(self, report: MediaReport, now: datetime) -> None:
         waiting = run_transaction(
-            self.session_factory, lambda session: m.waiting_at_library(session, TAKE_BACK_PER_CYCLE)
+            self.session_factory,
+            lambda session: m.waiting_at_library(session, TAKE_BACK_PER_CYCLE, self.library),
         )
         self._asked_back &= set(waiting)
         ask = [file_id for file_id in waiting if file_id not in self._asked_back]
@@ -155,7 +159,10 @@ class MediaStates:
         if not isinstance(self.adapter, ControlsDrives):
             return
         wanted = run_transaction(self.session_factory, m.drive_statuses)
+        names = set(self.adapter.drive_names())
         for drive, status in wanted.items():
+            if drive not in names:
+                continue  # another library's drive (a site of several)
             command = drive_command(status)
             if self._told.get(drive) is command:
                 continue

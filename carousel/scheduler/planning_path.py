@@ -24,6 +24,7 @@ from carousel.domain.queue import ClaimedFile, HandedOver
 from carousel.scheduler.buffer_keeper import BufferGauge, BufferKeeper
 from carousel.scheduler.queue_store import QueueStore
 from hsm_adapters.base import Batch, BatchFile, Capacity, HsmAdapter
+from hsm_adapters.site import Site
 from policies.base import Policy
 
 log = structlog.get_logger(__name__)
@@ -88,6 +89,12 @@ class PublishesCosts(Protocol):
 
 
 def published_costs(adapter: HsmAdapter) -> LibraryCosts | None:
+    """The adapter's cost figures; a site's (hsm_adapters.site) when it has one library, else none: its
+    libraries' differ."""
+    if isinstance(adapter, Site):
+        return (
+            published_costs(next(iter(adapter.libraries.values()))) if len(adapter.libraries) == 1 else None
+        )
     return adapter.library_costs() if isinstance(adapter, PublishesCosts) else None
 
 

@@ -7,7 +7,7 @@ budget, the claim's selection semantics and the batches handed to the library ar
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -17,6 +17,7 @@ from carousel.db import queue_queries as q
 from carousel.db.engine import transaction
 from carousel.db.media_queries import held_tapes
 from carousel.db.usage_queries import DEFAULT_WINDOW_S, GroupUsageLedger
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.planning import Selection
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand
 
@@ -51,19 +52,30 @@ class QueueStore(Protocol):
 
 
 class DatabaseQueueStore:
-    """The service's store: the scheduler's SQL (carousel.db.queue_queries), a short transaction a call."""
+    """The service's store: the scheduler's SQL (carousel.db.queue_queries), a short transaction a call.
+
+    One library's queue (docs/decisions.md §17): its tapes and files in flight, claims that stay in it, and
+    recalls recorded as its own; the usage is the site's, each library's drive time by its weight. `library`
+    None (the outlook, the dry run of a site): every library's queue together."""
 
     def __init__(
-        self, session_factory: sessionmaker[Session], *, usage_window_s: float = DEFAULT_WINDOW_S
+        self,
+        session_factory: sessionmaker[Session],
+        *,
+        usage_window_s: float = DEFAULT_WINDOW_S,
+        library: str | None = DEFAULT_LIBRARY,
+        usage_weights: Mapping[str, float] | None = None,
     ) -> None:
         self.session_factory = session_factory
         self.usage_window_s = usage_window_s
+        self.library = library
+        self.usage_weights = dict(usage_weights or {})
         self._usage = GroupUsageLedger()  # closed mounts read once (carousel.db.usage_queries)
 
     def demand(self, now: datetime) -> QueueDemand:
         with transaction(self.session_factory) as session:
-            demand = q.read_demand(session, now)
-            usage = self._usage(session, now, self.usage_window_s)
+            demand = q.read_demand(session, now, self.library)
+            usage = self._usage(session, now, self.usage_window_s, self.usage_weights)
             held = held_tapes(session)
         # held tapes (disabled, broken) are not the policy's to plan: they wait, saying why
         tapes = tuple(t for t in demand.tapes if t.tape not in held)
@@ -84,7 +96,7 @@ class DatabaseQueueStore:
         with transaction(self.session_factory) as session:
             for selection in selections:
                 key = new_key()
-                files = q.claim(session, selection, key, now, byte_budget=left)
+                files = q.claim(session, selection, key, now, byte_budget=left, library=self.library)
                 if left is not None:
                     left -= sum(f.size_bytes for f in files)
                 claims.append((selection, key, files))
@@ -95,6 +107,6 @@ class DatabaseQueueStore:
         self, accepted: Sequence[HandedOver], refused: Sequence[int], now: datetime
     ) -> tuple[int, int]:
         with transaction(self.session_factory) as session:
-            submitted = q.record_handed_over(session, accepted, now)
+            submitted = q.record_handed_over(session, accepted, now, self.library or DEFAULT_LIBRARY)
             returned = q.return_to_queue(session, refused)
         return submitted, returned

@@ -31,6 +31,7 @@ from carousel.db.engine import run_transaction
 from carousel.db.read_timeout_queries import reads_started_before
 from carousel.domain.clock import Clock
 from carousel.domain.completion import RetryRule
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.planning import LibraryCosts
 from carousel.domain.queue import Reading
 from hsm_adapters.base import Event, EventKind, HsmAdapter
@@ -156,7 +157,10 @@ class ReadTimeouts:
 
 
 def database_queue(
-    session_factory: sessionmaker[Session], event_stream: str, retry: RetryRule
+    session_factory: sessionmaker[Session],
+    event_stream: str,
+    retry: RetryRule,
+    library: str = DEFAULT_LIBRARY,
 ) -> tuple[ReadsStartedBefore, FailAttempts]:
     """The service's side of the check: reads from the queue's rows, failures applied by completion under an
     event stream of their own (`event_stream` + ":rt"), each in a transaction."""
@@ -165,12 +169,14 @@ def database_queue(
     def reads(started_before: datetime, limit: int) -> list[Reading]:
         return run_transaction(
             session_factory,
-            functools.partial(reads_started_before, started_before=started_before, limit=limit),
+            functools.partial(
+                reads_started_before, started_before=started_before, limit=limit, library=library
+            ),
         )
 
     def fail(events: list[Event]) -> int:
         applied = run_transaction(
-            session_factory, lambda session: apply_events(session, stream, events, retry)
+            session_factory, lambda session: apply_events(session, stream, events, retry, library=library)
         )
         return applied.retried + applied.failed
 

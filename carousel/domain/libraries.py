@@ -1,0 +1,70 @@
+"""Several libraries behind one queue (docs/decisions.md §17): a library's name, and the unit fair share
+accounts drive time in across libraries of different drive generations.
+
+A path with copies in several libraries is read from the one the cost model says serves it soonest
+(`soonest_copy`).
+
+A drive-second of a slow drive is not one of a fast drive: usage is counted in reference drive-seconds, a
+library's drive-seconds times its native rate over the site's reference rate (its fastest library's). A site
+of one library weighs 1 and accounts exactly as it always did.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from carousel.domain.planning import LibraryCosts
+
+DEFAULT_LIBRARY = "default"  # the one library of a site that names none
+_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
+
+
+def library_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a library, or None when it can."""
+    if _NAME.fullmatch(name) is None:
+        return f"{name!r} is not a library name: 1 to 32 of a-z, 0-9, '_' and '-', a letter or digit first"
+    return None
+
+
+def usage_weights(rates_bytes_per_s: Mapping[str, float]) -> dict[str, float]:
+    """Per library, what one of its drive-seconds counts in reference drive-seconds: its native rate over the
+    fastest library's."""
+    if not rates_bytes_per_s:
+        return {}
+    for name, rate in rates_bytes_per_s.items():
+        if not rate > 0:
+            raise ValueError(f"library {name!r}: the native rate must be positive, not {rate}")
+    reference = max(rates_bytes_per_s.values())
+    return {name: rate / reference for name, rate in rates_bytes_per_s.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class CopyEstimate:
+    """One library's copy of a file, and how soon that library would serve it."""
+
+    library: str
+    wait_s: float  # inf: the library publishes no costs, so no estimate
+
+
+def copy_wait_s(
+    costs: LibraryCosts | None, *, position_bytes: int, size_bytes: int, queued_bytes: int, drives: int
+) -> float:
+    """How soon a library serves one file, by its cost model: the bytes queued there ahead of it shared over
+    its drives, then a mount, a locate, the per-file overhead and the read. No costs: infinity."""
+    if costs is None:
+        return math.inf
+    rate = costs.rate_bytes_per_s
+    backlog_s = queued_bytes / (rate * max(drives, 1))
+    locate_s = costs.locate_per_file_s(1) if position_bytes > 0 else 0.0
+    return backlog_s + costs.mount_s + locate_s + costs.overhead_s + size_bytes / rate
+
+
+def soonest_copy(copies: Sequence[CopyEstimate]) -> str:
+    """The library to read a file from, among those holding a copy (in the settings' order): the least
+    estimated wait; on a tie (or no estimate at all) the first named."""
+    if not copies:
+        raise ValueError("no copy to choose from")
+    return min(enumerate(copies), key=lambda c: (c[1].wait_s, c[0]))[1].library

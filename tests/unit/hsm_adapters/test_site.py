@@ -1,0 +1,72 @@
+"""A site's lookup across its libraries (simulated libraries, CSV catalogues): a path with copies in two is
+read from the one the cost model serves soonest, which moves with the bytes queued there; a path in one
+library names it; a path in none is not on tape, unless a library could not answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from carousel.domain.clock import ManualClock
+from carousel.scheduler.planning_path import published_costs
+from hsm_adapters.base import Health, NotOnTape, OnTape, Unknown
+from hsm_adapters.simulated.adapter import build_simulated_adapter
+from hsm_adapters.site import Site
+
+GB = 10**9
+
+
+def _library(tmp_path: Path, name: str, profile: str, drives: int, rows: list[str], clock: ManualClock):
+    catalogue = tmp_path / f"{name}.csv"
+    catalogue.write_text("path,size_bytes,tape,position_bytes\n" + "".join(f"{row}\n" for row in rows))
+    return build_simulated_adapter({"profile": profile, "drives": drives, "catalogue": str(catalogue)}, clock)
+
+
+@pytest.fixture
+def libraries(tmp_path: Path):
+    clock = ManualClock()
+    # mid-tape copies: LTO-9 locates and reads faster (45 s and 400 MB/s against 56 s and 300 MB/s), though
+    # it mounts 2 s slower
+    new = _library(tmp_path, "new", "lto9", 8, [f"/new/z,{GB},N1,0", f"/both/x,{GB},N1,{GB}"], clock)
+    old = _library(tmp_path, "old", "lto7", 4, [f"/old/y,{GB},O1,0", f"/both/x,{GB},O1,{GB}"], clock)
+    return {"new": new, "old": old}
+
+
+def test_a_copy_in_two_libraries_is_read_from_the_soonest(libraries) -> None:
+    site = Site(libraries)
+    x, y, z, none = site.lookup(["/both/x", "/old/y", "/new/z", "/nowhere"])
+    assert isinstance(x, OnTape) and (x.library, x.tape, x.position_bytes) == ("new", "N1", GB)
+    assert isinstance(y, OnTape) and (y.library, y.tape) == ("old", "O1")
+    assert isinstance(z, OnTape) and z.library == "new"
+    assert isinstance(none, NotOnTape) and none.reason.startswith("in no library: ")
+
+
+def test_the_bytes_queued_in_a_library_send_a_copy_to_the_other(libraries) -> None:
+    site = Site(libraries, backlog=lambda: {"new": 100_000 * GB})
+    (x,) = site.lookup(["/both/x"])
+    assert isinstance(x, OnTape) and (x.library, x.tape) == ("old", "O1")
+
+
+def test_a_library_that_does_not_answer_leaves_its_paths_unknown_not_absent(libraries) -> None:
+    libraries["new"].close()  # a closed adapter refuses every call
+    site = Site(libraries)
+    x, z = site.lookup(["/both/x", "/new/z"])
+    assert isinstance(x, OnTape) and x.library == "old"  # the copy the other library holds
+    assert isinstance(z, Unknown) and "library new did not answer" in z.reason
+    assert site.health() is Health.DEGRADED
+    assert site.capacity().drives_total == 4
+
+
+def test_a_site_of_one_library_answers_as_that_library_naming_it(libraries) -> None:
+    site = Site({"old": libraries["old"]})
+    y, none = site.lookup(["/old/y", "/nowhere"])
+    assert isinstance(y, OnTape) and y.library == "old"
+    assert isinstance(none, NotOnTape) and not none.reason.startswith("in no library")
+    with pytest.raises(TypeError, match="each library's adapter"):
+        site.poll_events()
+
+
+def test_a_site_publishes_the_costs_of_its_one_library_only(libraries) -> None:
+    assert published_costs(Site({"old": libraries["old"]})) == libraries["old"].library_costs()
+    assert published_costs(Site(libraries)) is None  # two libraries' costs differ
