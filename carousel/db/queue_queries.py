@@ -70,7 +70,7 @@ def read_demand(session: Session, now: datetime) -> QueueDemand:
             TQ.oldest,
             TQ.max_priority,
             TQ.retries,
-        )
+        ).where(TQ.files > 0)  # a row below zero waits for the arrivals another fold holds
     ).all()
     backing_off = set(
         connection.scalars(

@@ -1,11 +1,17 @@
 """Folding the changes the triggers on `files` appended (tape_queue_deltas) into tape_queues.
 
-Run by the scheduler's snapshot, in its transaction: the deltas it deletes are exactly those it applies (a
-delta committed meanwhile by intake or completion waits for the next fold), and only the leader writes
-tape_queues, so nobody waits for anybody. Counts and bytes add up; the oldest arrival and the highest priority
-take arriving files in at once, and are read again from the tape's queued files (through the tape index)
-when a file that may have set them left. The cost grows with the changes since the last fold, not with the
-queue.
+Run by the snapshot, in its transaction: the deltas it deletes are exactly those it applies (a delta committed
+meanwhile by intake or completion waits for the next fold). A fold takes at most `FOLD_LIMIT` deltas, oldest
+first, so no cycle folds a backlog's worth at once: after a burst of intake (a million files at once leaves
+some 60,000 deltas) the tape queues catch up over the next cycles, in arrival order. Each changed key is
+added to its row in one upsert (ON CONFLICT ... DO UPDATE: files, bytes and retries add up, the oldest
+arrival and the highest priority take arriving files in at once), so the cost grows with the keys changed,
+not with the queue, and two folds at once (the cycle's and an outlook's) add up instead of overwriting each
+other: they lock the rows in key order and skip each other's deltas (SKIP LOCKED). A row may go below zero
+for a while (a fold met a file leaving before the delta of its arrival, which the other fold holds); the
+snapshot reads rows with files only, and a row is deleted once everything in it is zero. When a file that
+may have been a queue's oldest or most urgent left, that queue's oldest arrival and highest priority are read
+again from its queued files (through the tape index).
 """
 
 from __future__ import annotations
@@ -13,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from sqlalchemy import delete, func, insert, select, tuple_
+from sqlalchemy import and_, bindparam, case, delete, func, select, text, update
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.orm import Session
 
 from carousel.db.models import QueuedFileRow, TapeQueue, TapeQueueDelta, TapeQueueKind
@@ -26,7 +33,9 @@ TQ = TapeQueue
 D = TapeQueueDelta
 Key = tuple[str, str, str, str]  # tape, group, class of service, kind
 T = TypeVar("T")
-CHUNK = 2_000  # keys per statement: 8,000 bind parameters
+CHUNK = 2_000  # keys per statement: at most 18,000 bind parameters
+FOLD_LIMIT = 10_000  # deltas one fold takes: a few tenths of a second on PostgreSQL
+NO_ARRIVAL = -(2**31)  # the priority an upsert carries when no queued file arrived: below any real one
 
 
 @dataclass(slots=True)
@@ -40,10 +49,79 @@ class _Change:
     leaving_priority: int | None = None
 
 
-def fold_deltas(session: Session) -> int:
-    """Applies and removes every delta this transaction sees; returns how many."""
+def fold_deltas(session: Session, limit: int = FOLD_LIMIT) -> int:
+    """Applies and removes the `limit` oldest deltas this transaction sees (and no other fold holds);
+    returns how many."""
+    if session.get_bind().dialect.name == "postgresql":
+        folded, emptied, recheck = _fold_on_server(session, limit)
+    else:
+        folded, emptied, recheck = _fold_here(session, limit)
+    _set_extremes(session, _queued_extremes(session, recheck))
+    _delete_emptied(session, emptied)
+    return folded
+
+
+# PostgreSQL: the whole fold in one statement (the deltas never leave the server). Returns one row "N" with
+# the deltas folded, then the keys left empty ("E") and the queues whose extremes may have left ("R").
+FOLD_ON_SERVER = text(
+    """
+WITH gone AS (
+    DELETE FROM tape_queue_deltas
+    WHERE id IN (SELECT id FROM tape_queue_deltas ORDER BY id LIMIT :limit FOR UPDATE SKIP LOCKED)
+    RETURNING tape, grp, service_class, kind, files, bytes, retries,
+              arriving_oldest, arriving_priority, leaving_oldest, leaving_priority
+), change AS (
+    SELECT tape, grp, service_class, kind, sum(files) AS files, sum(bytes) AS bytes, sum(retries) AS retries,
+           min(arriving_oldest) AS arriving_oldest, max(arriving_priority) AS arriving_priority,
+           min(leaving_oldest) AS leaving_oldest, max(leaving_priority) AS leaving_priority
+    FROM gone GROUP BY tape, grp, service_class, kind
+), added AS (
+    INSERT INTO tape_queues AS q (tape, grp, service_class, kind, files, bytes, retries, oldest, max_priority)
+    SELECT tape, grp, service_class, kind, files, bytes, retries, arriving_oldest,
+           CASE WHEN kind = 'Q' THEN coalesce(arriving_priority, :no_arrival) ELSE 0 END
+    FROM change ORDER BY tape, grp, service_class, kind
+    ON CONFLICT (tape, grp, service_class, kind) DO UPDATE SET
+        files = q.files + excluded.files, bytes = q.bytes + excluded.bytes,
+        retries = q.retries + excluded.retries, oldest = least(q.oldest, excluded.oldest),
+        max_priority = greatest(q.max_priority, excluded.max_priority)
+    RETURNING q.tape, q.grp, q.service_class, q.kind, q.files, q.bytes, q.retries, q.oldest, q.max_priority
+)
+SELECT 'N' AS what, NULL AS tape, NULL AS grp, NULL AS service_class, NULL AS kind,
+       (SELECT count(*) FROM gone)
+UNION ALL
+SELECT CASE WHEN a.files = 0 AND a.bytes = 0 AND a.retries = 0 THEN 'E' ELSE 'R' END,
+       a.tape, a.grp, a.service_class, a.kind, 0
+FROM added AS a JOIN change AS c USING (tape, grp, service_class, kind)
+WHERE (a.files = 0 AND a.bytes = 0 AND a.retries = 0)
+   OR (a.kind = 'Q' AND a.files > 0 AND (
+        a.max_priority = :no_arrival
+        OR (c.leaving_oldest IS NOT NULL AND (a.oldest IS NULL OR c.leaving_oldest <= a.oldest))
+        OR c.leaving_priority >= a.max_priority))
+"""
+)
+
+
+def _fold_on_server(session: Session, limit: int) -> tuple[int, list[Key], list[Key]]:
+    folded = 0
+    emptied: list[Key] = []
+    recheck: list[Key] = []
+    for what, tape, grp, service_class, kind, count in session.execute(
+        FOLD_ON_SERVER, {"limit": limit, "no_arrival": NO_ARRIVAL}
+    ):
+        if what == "N":
+            folded = int(count)
+        else:
+            (emptied if what == "E" else recheck).append((tape, grp, service_class, kind))
+    return folded, emptied, recheck
+
+
+def _fold_here(session: Session, limit: int) -> tuple[int, list[Key], list[Key]]:
+    """SQLite (no data-modifying WITH): the deltas added up here, then one upsert a key."""
+    oldest_first = select(D.id).order_by(D.id).limit(limit)
     deltas = session.execute(
-        delete(D).returning(
+        delete(D)
+        .where(D.id.in_(oldest_first.scalar_subquery()))
+        .returning(
             D.tape,
             D.grp,
             D.service_class,
@@ -57,8 +135,6 @@ def fold_deltas(session: Session) -> int:
             D.leaving_priority,
         )
     ).all()
-    if not deltas:
-        return 0
     changes: dict[Key, _Change] = {}
     for tape, grp, service_class, kind, files, size, retries, a_old, a_prio, l_old, l_prio in deltas:
         change = changes.setdefault((tape, grp, service_class, kind), _Change())
@@ -69,55 +145,76 @@ def fold_deltas(session: Session) -> int:
         change.arriving_priority = _greatest(change.arriving_priority, a_prio)
         change.leaving_oldest = _least(change.leaving_oldest, l_old)
         change.leaving_priority = _greatest(change.leaving_priority, l_prio)
-
-    keys = sorted(changes)
-    columns = (TQ.tape, TQ.grp, TQ.service_class, TQ.kind, TQ.files, TQ.bytes, TQ.retries, TQ.oldest)
-    current = {
-        tuple(row[:4]): row[4:]
-        for chunk in chunks(keys)
-        for row in session.execute(
-            select(*columns, TQ.max_priority).where(
-                tuple_(TQ.tape, TQ.grp, TQ.service_class, TQ.kind).in_(chunk)
-            )
-        )
-    }
-    rows: dict[Key, dict[str, object]] = {}
+    emptied: list[Key] = []
     recheck: list[Key] = []
-    for key in keys:
-        change = changes[key]
-        files, size, retries, oldest, priority = current.get(key, (0, 0, 0, None, 0))
-        files += change.files
-        if files <= 0:
-            continue
-        oldest = _least(oldest, change.arriving_oldest)
-        priority = _greatest(priority, change.arriving_priority) or 0
-        row = {
-            "tape": key[0],
-            "grp": key[1],
-            "service_class": key[2],
-            "kind": key[3],
-            "files": files,
-            "bytes": size + change.bytes,
-            "retries": retries + change.retries,
-            "oldest": oldest,
-            "max_priority": priority,
-        }
-        rows[key] = row
-        if key[3] == TapeQueueKind.QUEUED and _may_have_set(change, oldest, priority):
+    if not changes:
+        return 0, emptied, recheck
+    rows = [_row(key, changes[key]) for key in sorted(changes)]
+    for (
+        tape,
+        grp,
+        service_class,
+        kind,
+        files,
+        size,
+        retries,
+        oldest,
+        priority,
+    ) in session.connection().execute(_adding(sqlite.insert(TQ)), rows):
+        key = (tape, grp, service_class, kind)
+        if files == 0 and size == 0 and retries == 0:
+            emptied.append(key)
+        elif kind == TapeQueueKind.QUEUED and files > 0 and _may_have_set(changes[key], oldest, priority):
             recheck.append(key)
-    for key, (oldest, priority) in _queued_extremes(session, recheck).items():
-        rows[key]["oldest"], rows[key]["max_priority"] = oldest, priority
-    for chunk in chunks(keys):
-        session.execute(delete(TQ).where(tuple_(TQ.tape, TQ.grp, TQ.service_class, TQ.kind).in_(chunk)))
-    if rows:
-        session.execute(insert(TQ), list(rows.values()))
-    return len(deltas)
+    return len(deltas), emptied, recheck
+
+
+def _adding(insert: Any) -> Any:
+    """The insert made an upsert that adds to the row already there (SQLite's two-argument min and max are
+    NULL when either is, hence the CASEs)."""
+    new = insert.excluded
+    return insert.on_conflict_do_update(
+        index_elements=[TQ.tape, TQ.grp, TQ.service_class, TQ.kind],
+        set_={
+            "files": TQ.files + new.files,
+            "bytes": TQ.bytes + new.bytes,
+            "retries": TQ.retries + new.retries,
+            "oldest": case(
+                (and_(new.oldest.is_not(None), TQ.oldest.is_(None) | (new.oldest < TQ.oldest)), new.oldest),
+                else_=TQ.oldest,
+            ),
+            "max_priority": case(
+                (new.max_priority > TQ.max_priority, new.max_priority), else_=TQ.max_priority
+            ),
+        },
+    ).returning(
+        TQ.tape, TQ.grp, TQ.service_class, TQ.kind, TQ.files, TQ.bytes, TQ.retries, TQ.oldest, TQ.max_priority
+    )
+
+
+def _row(key: Key, change: _Change) -> dict[str, Any]:
+    queued = key[3] == TapeQueueKind.QUEUED
+    arriving = change.arriving_priority if change.arriving_priority is not None else NO_ARRIVAL
+    return {
+        "tape": key[0],
+        "grp": key[1],
+        "service_class": key[2],
+        "kind": key[3],
+        "files": change.files,
+        "bytes": change.bytes,
+        "retries": change.retries,
+        "oldest": change.arriving_oldest,
+        "max_priority": arriving if queued else 0,
+    }
 
 
 def _may_have_set(change: _Change, oldest: datetime | None, priority: int) -> bool:
-    """A queued file left that was as old as the oldest or as urgent as the most urgent left over."""
-    return (change.leaving_oldest is not None and (oldest is None or change.leaving_oldest <= oldest)) or (
-        change.leaving_priority is not None and change.leaving_priority >= priority
+    """A queued file left that was as old as the oldest or as urgent as the most urgent left over (or the
+    queue never saw an arrival: a fold that met the departures first)."""
+    return (
+        priority == NO_ARRIVAL
+        or (change.leaving_oldest is not None and (oldest is None or change.leaving_oldest <= oldest))
+        or (change.leaving_priority is not None and change.leaving_priority >= priority)
     )
 
 
@@ -141,6 +238,44 @@ def _queued_extremes(session: Session, keys: Iterable[Key]) -> dict[Key, tuple[d
         for tape, grp, service_class, oldest, priority in found
         if (tape, grp, service_class) in wanted
     }
+
+
+def _by_key() -> Any:
+    return and_(
+        TQ.tape == bindparam("k_tape"),
+        TQ.grp == bindparam("k_grp"),
+        TQ.service_class == bindparam("k_class"),
+        TQ.kind == bindparam("k_kind"),
+    )
+
+
+def _key_params(key: Key) -> dict[str, str]:
+    return {"k_tape": key[0], "k_grp": key[1], "k_class": key[2], "k_kind": key[3]}
+
+
+def _set_extremes(session: Session, extremes: dict[Key, tuple[datetime | None, int]]) -> None:
+    if not extremes:
+        return
+    statement = (
+        update(TQ)
+        .where(_by_key())
+        .values(oldest=bindparam("v_oldest", type_=TQ.oldest.type), max_priority=bindparam("v_priority"))
+    )
+    session.connection().execute(
+        statement,
+        [
+            {**_key_params(key), "v_oldest": oldest, "v_priority": priority}
+            for key, (oldest, priority) in sorted(extremes.items())
+        ],
+    )
+
+
+def _delete_emptied(session: Session, keys: Sequence[Key]) -> None:
+    """Rows with nothing left in them go (unless another fold has added to them since)."""
+    if not keys:
+        return
+    statement = delete(TQ).where(_by_key(), TQ.files == 0, TQ.bytes == 0, TQ.retries == 0)
+    session.connection().execute(statement, [_key_params(key) for key in sorted(keys)])
 
 
 def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
