@@ -15,11 +15,33 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, bindparam, case, exists, func, insert, or_, select, update
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Select,
+    String,
+    bindparam,
+    case,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from carousel.db.lock_order import lock_files
-from carousel.db.models import QueuedFileRow, Recall, RequestFile, StageRequest, TapeQueue, TapeQueueKind
+from carousel.db.models import (
+    QueuedFileRow,
+    Recall,
+    RequestFile,
+    StageRequest,
+    TapeQueue,
+    TapeQueueKind,
+    UtcDateTime,
+)
 from carousel.db.state_sets import one_of, values
 from carousel.db.tape_queue_queries import chunks, fold_deltas
 from carousel.domain.buffer import fitting
@@ -255,23 +277,58 @@ def mark_requests_started(session: Session, file_ids: Sequence[int], now: dateti
 
 
 def record_handed_over(session: Session, batches: Sequence[HandedOver], now: datetime) -> int:
-    """CLAIMED -> SUBMITTED under each batch's key, and one recalls row per file. Returns files marked."""
-    params = [{"b_id": fid, "b_key": b.batch_key} for b in batches for fid in b.file_ids]
-    if not params:
+    """CLAIMED -> SUBMITTED under each batch's key, and one recalls row per file. Returns files marked.
+    PostgreSQL: two statements whatever the files (one array a column, unnested), so the trigger on `files`
+    runs once, not once a file."""
+    ids = [fid for b in batches for fid in b.file_ids]
+    if not ids:
         return 0
-    lock_files(session, [fid for b in batches for fid in b.file_ids])
+    keys = [b.batch_key for b in batches for _ in b.file_ids]
+    tapes = [b.tape for b in batches for _ in b.file_ids]
+    lock_files(session, ids)
+    if session.get_bind().dialect.name == "postgresql":
+        return _record_on_server(session, ids, keys, tapes, now)
     mark = (
         update(F)
         .where(F.id == bindparam("b_id"), one_of(F.state, HAND_OVER.sources))
         .values(state=HAND_OVER.target.value, batch_key=bindparam("b_key"), submitted_at=now)
     )
+    params = [{"b_id": fid, "b_key": key} for fid, key in zip(ids, keys, strict=True)]
     marked = session.connection().execute(mark, params).rowcount
     recalls = [
-        {"file_id": fid, "batch_key": b.batch_key, "tape": b.tape, "submitted_at": now}
-        for b in batches
-        for fid in b.file_ids
+        {"file_id": fid, "batch_key": key, "tape": tape, "submitted_at": now}
+        for fid, key, tape in zip(ids, keys, tapes, strict=True)
     ]
     session.execute(insert(Recall), recalls)
+    return int(marked)
+
+
+def _record_on_server(
+    session: Session, ids: list[int], keys: list[str], tapes: list[str], now: datetime
+) -> int:
+    handed = (
+        func.unnest(
+            bindparam("h_ids", ids, type_=ARRAY(BigInteger)),
+            bindparam("h_keys", keys, type_=ARRAY(String)),
+            bindparam("h_tapes", tapes, type_=ARRAY(String)),
+        )
+        .table_valued("id", "batch_key", "tape")
+        .render_derived()
+    )
+    connection = session.connection()
+    marked = connection.execute(
+        update(F)
+        .where(F.id == handed.c.id, F.state.in_(values(HAND_OVER.sources)))
+        .values(state=HAND_OVER.target.value, batch_key=handed.c.batch_key, submitted_at=now)
+    ).rowcount
+    connection.execute(
+        insert(Recall).from_select(
+            ["file_id", "batch_key", "tape", "submitted_at"],
+            select(
+                handed.c.id, handed.c.batch_key, handed.c.tape, bindparam("h_now", now, type_=UtcDateTime())
+            ),
+        )
+    )
     return int(marked)
 
 
