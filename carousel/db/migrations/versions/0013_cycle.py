@@ -1,0 +1,43 @@
+"""Files backing off: a partial index (rows with not_before only) instead of an index of every file.
+
+The snapshot asks which tapes have queued files backing off after a failed read (`not_before > now`). Over
+the full index on not_before, a planner without statistics on `files` (a bulk intake not yet analyzed) chose
+the state index instead and filtered every queued file: 2 s at 1,000,000 files, every cycle until autovacuum
+analyzed the table. The partial index holds the few rows with a not_before and costs next to nothing, so it
+is chosen whatever the statistics; intake no longer maintains an index entry for every file.
+
+Revision ID: 0013
+Revises: 0008
+Create Date: 2026-11-26 04:00:00
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0013"
+down_revision: str | None = "0008"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+ONLY_BACKING_OFF = sa.text("not_before IS NOT NULL")
+
+
+def upgrade() -> None:
+    op.create_index(
+        "ix_files_backing_off",
+        "files",
+        ["not_before", "tape"],
+        unique=False,
+        postgresql_where=ONLY_BACKING_OFF,
+        sqlite_where=ONLY_BACKING_OFF,
+    )
+    op.drop_index("ix_files_not_before", table_name="files")
+
+
+def downgrade() -> None:
+    op.create_index("ix_files_not_before", "files", ["not_before"], unique=False)
+    op.drop_index("ix_files_backing_off", table_name="files")
