@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from itertools import groupby
-from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import (
@@ -32,6 +30,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
+from carousel.db.demand_assembly import DemandAssembly
 from carousel.db.lock_order import lock_files
 from carousel.db.models import (
     QueuedFileRow,
@@ -45,7 +44,7 @@ from carousel.db.models import (
 from carousel.db.state_sets import one_of, values
 from carousel.db.tape_queue_queries import chunks, fold_deltas
 from carousel.domain.buffer import fitting
-from carousel.domain.planning import GroupDemand, ReadOrder, Selection, TapeDemand, TapeInFlight
+from carousel.domain.planning import ReadOrder, Selection
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand
 from carousel.domain.states import (
     CANCEL_READ,
@@ -74,11 +73,12 @@ def _has_pending_link() -> ColumnElement[bool]:
 # --- snapshot ---------------------------------------------------------------------------------------------
 
 
-def read_demand(session: Session, now: datetime) -> QueueDemand:
+def read_demand(session: Session, now: datetime, assembly: DemandAssembly | None = None) -> QueueDemand:
     """The queue per tape, from the tape queues (carousel.db.models.TapeQueue, brought up to date first by
     folding in the changes the triggers on `files` appended): rows grow with tapes (times groups), not with
     queued files. Files backing off after a failed read are counted there; the tapes that have some (few)
-    are read again from `files`, due files only. Writes the fold: run it in the snapshot's transaction."""
+    are read again from `files`, due files only. Writes the fold: run it in the snapshot's transaction.
+    `assembly`: the one the last snapshot of this store used, so that unchanged tapes keep their objects."""
     fold_deltas(session)
     connection = session.connection()
     summary = connection.execute(
@@ -92,7 +92,9 @@ def read_demand(session: Session, now: datetime) -> QueueDemand:
             TQ.oldest,
             TQ.max_priority,
             TQ.retries,
-        ).where(TQ.files > 0)  # a row below zero waits for the arrivals another fold holds
+        )
+        .where(TQ.files > 0)  # a row below zero waits for the arrivals another fold holds
+        .order_by(TQ.tape, TQ.grp, TQ.service_class, TQ.kind)
     ).all()
     backing_off = set(
         connection.scalars(
@@ -123,68 +125,13 @@ def read_demand(session: Session, now: datetime) -> QueueDemand:
             )
         )
 
-    rows.sort(key=_by_tape_and_group)  # one pass per tape below; the table's key order already, mostly
-    return _assemble(rows)
+    if backing_off:
+        rows.sort(key=_by_tape_and_group)  # one pass per tape below
+    return (assembly or DemandAssembly()).assemble(rows)
 
 
 def _by_tape_and_group(row: tuple[Any, ...]) -> tuple[str, str, str]:
     return row[0], row[3], row[2]
-
-
-def _assemble(rows: list[tuple[Any, ...]]) -> QueueDemand:
-    """Rows (tape, kind, class, group, files, bytes, oldest, priority, retries), by tape then group: one
-    TapeDemand per tape with queued files and one TapeInFlight per tape with files in flight."""
-    tapes: list[TapeDemand] = []
-    flying: list[TapeInFlight] = []
-    for tape, parts in groupby(rows, key=itemgetter(0)):
-        queued: dict[str, list[Any]] = {}  # group -> [files, bytes, oldest, priority]
-        in_flight: dict[str, list[int]] = {}  # group -> [files, bytes]
-        classes: dict[str, int] = {}
-        retries = 0
-        for _, kind, service_class, grp, count, size, oldest, priority, retried in parts:
-            if kind != TapeQueueKind.QUEUED:
-                held = in_flight.setdefault(grp, [0, 0])
-                held[0] += count
-                held[1] += int(size or 0)
-                continue
-            # a tape's files share its class of service; should they not, the busiest class speaks for it
-            classes[service_class] = classes.get(service_class, 0) + count
-            retries += int(retried or 0)
-            seen = queued.get(grp)
-            if seen is None:
-                queued[grp] = [count, int(size or 0), oldest, priority]
-            else:
-                seen[0] += count
-                seen[1] += int(size or 0)
-                seen[2] = min(seen[2], oldest)
-                seen[3] = max(seen[3], priority)
-        files_in_flight = sum(n for n, _ in in_flight.values())
-        if in_flight:
-            groups = tuple(GroupDemand(g, n, b) for g, (n, b) in sorted(in_flight.items()))
-            flying.append(TapeInFlight(tape=tape, files=files_in_flight, groups=groups))
-        if queued:
-            demand = tuple(
-                GroupDemand(g, n, b, oldest=o, max_priority=p) for g, (n, b, o, p) in sorted(queued.items())
-            )
-            tapes.append(
-                TapeDemand(
-                    tape=tape,
-                    files=sum(d.files for d in demand),
-                    bytes=sum(d.bytes for d in demand),
-                    oldest=min(d.oldest for d in demand if d.oldest is not None),
-                    max_priority=max(d.max_priority for d in demand),
-                    service_class=min(classes, key=lambda c: (-classes[c], c)),
-                    groups=demand,
-                    in_flight=files_in_flight,
-                    retries=retries,
-                )
-            )
-    tapes.sort(key=lambda t: (t.oldest, t.tape))
-    return QueueDemand(
-        tapes=tuple(tapes),
-        in_flight=sum(t.files for t in flying),
-        in_flight_tapes=tuple(sorted(flying, key=lambda t: t.tape)),
-    )
 
 
 # --- claims -----------------------------------------------------------------------------------------------

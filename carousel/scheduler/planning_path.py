@@ -21,6 +21,7 @@ from carousel.domain.clock import Clock
 from carousel.domain.planning import LibraryCosts, LibraryView, Plan, Selection, Snapshot
 from carousel.domain.queue import ClaimedFile, HandedOver
 from carousel.scheduler.buffer_keeper import BufferGauge, BufferKeeper
+from carousel.scheduler.collector import collector_held
 from carousel.scheduler.queue_store import QueueStore
 from hsm_adapters.base import Batch, BatchFile, Capacity, HsmAdapter
 from policies.base import Policy
@@ -121,7 +122,8 @@ class PlanningPath:
 
     def dispatch(self, snapshot: Snapshot, *, submit: bool = True) -> Dispatch:
         """One pass over a snapshot the caller took (the live cycle's: carousel.scheduler.live_snapshot)."""
-        plan = admit_plan(self.policy.plan(snapshot), snapshot)
+        with collector_held():  # the policy's temporaries, as the snapshot's (carousel.scheduler.collector)
+            plan = admit_plan(self.policy.plan(snapshot), snapshot)
         dispatch = Dispatch(snapshot=snapshot, plan=plan)
         dispatch.waiting_for_space = sum(
             t.files for t in snapshot.tapes if plan.waiting.get(t.tape) == BUFFER_FULL

@@ -14,10 +14,12 @@ from typing import Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.db import queue_queries as q
+from carousel.db.demand_assembly import DemandAssembly
 from carousel.db.engine import transaction
 from carousel.db.usage_queries import DEFAULT_WINDOW_S, group_usage
 from carousel.domain.planning import Selection
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand
+from carousel.scheduler.collector import collector_held
 
 # one claim: the selection, the claim key its files were stamped with, and the files in the selection's order
 Claim = tuple[Selection, str, list[ClaimedFile]]
@@ -57,10 +59,11 @@ class DatabaseQueueStore:
     ) -> None:
         self.session_factory = session_factory
         self.usage_window_s = usage_window_s
+        self.assembly = DemandAssembly()  # unchanged tapes keep their objects from one snapshot to the next
 
     def demand(self, now: datetime) -> QueueDemand:
-        with transaction(self.session_factory) as session:
-            demand = q.read_demand(session, now)
+        with collector_held(), transaction(self.session_factory) as session:
+            demand = q.read_demand(session, now, self.assembly)
             usage = group_usage(session, now, self.usage_window_s)
         return QueueDemand(demand.tapes, demand.in_flight, demand.in_flight_tapes, usage)
 
