@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from itertools import groupby
 from operator import itemgetter
 from typing import Any
@@ -22,6 +23,14 @@ from carousel.domain.planning import GroupDemand, TapeDemand, TapeInFlight
 from carousel.domain.queue import QueueDemand
 
 Row = tuple[Any, ...]  # tape, kind, class of service, group, files, bytes, oldest, priority, retries
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    """Aware UTC, as carousel.db.models.UtcDateTime reads it: the rows come as the driver gives them (aware
+    in the session's zone on PostgreSQL, naive UTC on SQLite), so that unchanged tapes cost no conversion."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +105,7 @@ def tape_objects(tape: str, rows: Iterable[Row]) -> tuple[TapeDemand | None, Tap
         flying = TapeInFlight(tape=tape, files=files_in_flight, groups=groups)
     if queued:
         demand = tuple(
-            GroupDemand(g, n, b, oldest=o, max_priority=p) for g, (n, b, o, p) in sorted(queued.items())
+            GroupDemand(g, n, b, oldest=_utc(o), max_priority=p) for g, (n, b, o, p) in sorted(queued.items())
         )
         demanded = TapeDemand(
             tape=tape,

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     ColumnElement,
+    DateTime,
     Select,
     String,
     bindparam,
@@ -25,6 +26,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    type_coerce,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -89,7 +91,8 @@ def read_demand(session: Session, now: datetime, assembly: DemandAssembly | None
             TQ.grp,
             TQ.files,
             TQ.bytes,
-            TQ.oldest,
+            # as the driver gives it: made aware UTC only for the tapes whose objects are built again
+            type_coerce(TQ.oldest, DateTime(timezone=True)),
             TQ.max_priority,
             TQ.retries,
         )
