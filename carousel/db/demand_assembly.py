@@ -1,21 +1,21 @@
-"""The per-tape demand objects a policy plans from, built from the tape queue rows of a snapshot.
+"""The per-tape demand objects a policy plans from, kept from one snapshot to the next.
 
-A snapshot of 20,000 tapes is some 80,000 frozen objects (a TapeDemand per tape, a GroupDemand per group);
-building them all again every cycle took a quarter of the cycle, and their turnover woke Python's full
-garbage collection every few cycles (seconds over a heap of that size). Most tapes do not change from one
-cycle to the next (a cycle claims a few tapes, intake and completion touch a few more), so an assembly keeps
-each tape's objects while its rows are the same and builds anew only those of the tapes whose rows changed.
-The rows are compared in full: whoever changed them (this cycle's fold, an outlook's, a migration), a tape
-with different rows gets new objects.
+A snapshot of 20,000 tapes is 60,000 tape-queue rows and some 80,000 frozen objects (a TapeDemand per tape, a
+GroupDemand per group). Reading them all and building them all again every cycle took most of the cycle,
+and their turnover woke Python's full garbage collection every few cycles (seconds over a heap of that
+size). Most tapes do not change from one cycle to the next (a cycle claims a few tapes, intake and
+completion touch a few more), so an assembly keeps a copy of the tape queues and the objects built from it:
+the snapshot applies its own fold's changed rows to the copy (the fold returns them) and builds the objects
+of those tapes only. Folds take the tape queues' version one at a time (carousel.db.tape_queue_queries); when
+the version shows that someone else folded since (an outlook, a dry run, another scheduler), the table is
+read again and compared with the copy, tape by tape.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import groupby
-from operator import itemgetter
 from typing import Any
 
 from carousel.db.models import TapeQueueKind
@@ -33,45 +33,83 @@ def _utc(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-@dataclass(frozen=True, slots=True)
-class _Tape:
-    rows: tuple[Row, ...]
-    demand: TapeDemand | None
-    in_flight: TapeInFlight | None
+Objects = tuple[TapeDemand | None, TapeInFlight | None]
+Place = tuple[str, str, str]  # group, class of service, kind: a row's place within its tape
 
 
 class DemandAssembly:
-    """Builds QueueDemand from rows, keeping each tape's objects from the last call while its rows are the
-    same. Each call replaces what it keeps in one assignment, so calls from two threads stay right (each
-    builds from what the last finished call left)."""
+    """A copy of the tape queues (as of `version`) and the demand objects built from it. A snapshot brings
+    the copy up to date with its own fold, or reads the table again when someone else folded since
+    (carousel.db.queue_queries.read_demand), then builds the objects of the tapes that changed only.
+    For one thread at a time (each store has its own; the lock guards against misuse)."""
 
     def __init__(self) -> None:
-        self._kept: dict[str, _Tape] = {}
+        self.version: int | None = None  # None: no copy (never read, or forgotten)
+        self._rows: dict[str, dict[Place, Row]] = {}  # tape -> its rows, as read_demand reads them
+        self._objects: dict[str, Objects] = {}
+        self._substituted: set[str] = set()  # tapes whose objects were built from other rows (backing off)
+        self._lock = threading.Lock()
 
-    def assemble(self, rows: Iterable[Row]) -> QueueDemand:
-        """Rows sorted by tape: one TapeDemand per tape with queued files and one TapeInFlight per tape with
-        files in flight."""
-        kept = self._kept
-        now_kept: dict[str, _Tape] = {}
-        tapes: list[TapeDemand] = []
-        flying: list[TapeInFlight] = []
-        for tape, parts in groupby(rows, key=itemgetter(0)):
-            its_rows = tuple(parts)
-            seen = kept.get(tape)
-            if seen is None or seen.rows != its_rows:
-                seen = _Tape(its_rows, *tape_objects(tape, its_rows))
-            now_kept[tape] = seen
-            if seen.demand is not None:
-                tapes.append(seen.demand)
-            if seen.in_flight is not None:
-                flying.append(seen.in_flight)
-        self._kept = now_kept
+    def forget(self) -> None:
+        """The copy may not match the table any more (the snapshot's transaction failed): read it again."""
+        self.version = None
+
+    def apply(self, rows: dict[tuple[str, str, str, str], Row | None], version: int) -> set[str]:
+        """This snapshot's own fold (the rows it changed, None: deleted); returns the tapes changed."""
+        with self._lock:
+            for (tape, grp, service_class, kind), row in rows.items():
+                its = self._rows.setdefault(tape, {})
+                if row is None:
+                    its.pop((grp, service_class, kind), None)
+                else:
+                    its[(grp, service_class, kind)] = row
+                if not its:
+                    del self._rows[tape]
+            self.version = version
+            return {key[0] for key in rows}
+
+    def reload(self, rows: Iterable[Row], version: int) -> set[str]:
+        """The whole table, read again; returns the tapes whose rows differ from the copy's."""
+        fresh: dict[str, dict[Place, Row]] = {}
+        for row in rows:
+            fresh.setdefault(row[0], {})[(row[3], row[2], row[1])] = row
+        with self._lock:
+            old = self._rows
+            changed = {tape for tape, its in fresh.items() if old.get(tape) != its}
+            changed.update(tape for tape in old if tape not in fresh)
+            self._rows = fresh
+            self.version = version
+            return changed
+
+    def assemble(self, changed: set[str], substitutes: dict[str, list[Row]] | None = None) -> QueueDemand:
+        """The demand over the copy, the objects of the `changed` tapes built again. `substitutes`: rows that
+        stand for a tape's queued rows in this snapshot only (its files backing off, read from `files`)."""
+        substitutes = substitutes or {}
+        with self._lock:
+            for tape in changed | set(substitutes) | self._substituted:
+                rows = self._rows_of(tape, substitutes.get(tape))
+                if rows:
+                    self._objects[tape] = tape_objects(tape, rows)
+                else:
+                    self._objects.pop(tape, None)
+            self._substituted = set(substitutes)
+            tapes = [demand for demand, _ in self._objects.values() if demand is not None]
+            flying = [held for _, held in self._objects.values() if held is not None]
         tapes.sort(key=lambda t: (t.oldest, t.tape))
         return QueueDemand(
             tapes=tuple(tapes),
             in_flight=sum(t.files for t in flying),
             in_flight_tapes=tuple(sorted(flying, key=lambda t: t.tape)),
         )
+
+    def _rows_of(self, tape: str, substitute: list[Row] | None) -> list[Row]:
+        """A tape's rows with files (a row below zero waits for arrivals another fold holds)."""
+        rows = [
+            row
+            for (_, _, kind), row in self._rows.get(tape, {}).items()
+            if row[4] > 0 and (substitute is None or kind != TapeQueueKind.QUEUED)
+        ]
+        return rows + (substitute or [])
 
 
 def tape_objects(tape: str, rows: Iterable[Row]) -> tuple[TapeDemand | None, TapeInFlight | None]:
@@ -82,7 +120,7 @@ def tape_objects(tape: str, rows: Iterable[Row]) -> tuple[TapeDemand | None, Tap
     in_flight: dict[str, list[int]] = {}  # group -> [files, bytes]
     classes: dict[str, int] = {}
     retries = 0
-    for _, kind, service_class, grp, count, size, oldest, priority, retried in rows:
+    for _, kind, service_class, grp, count, size, read_oldest, priority, retried in rows:
         if kind != TapeQueueKind.QUEUED:
             held = in_flight.setdefault(grp, [0, 0])
             held[0] += count
@@ -91,6 +129,8 @@ def tape_objects(tape: str, rows: Iterable[Row]) -> tuple[TapeDemand | None, Tap
         # a tape's files share its class of service; should they not, the busiest class speaks for it
         classes[service_class] = classes.get(service_class, 0) + count
         retries += int(retried or 0)
+        # rows come from the fold, the table and `files`, as each driver gives them
+        oldest = _utc(read_oldest)
         seen = queued.get(grp)
         if seen is None:
             queued[grp] = [count, int(size or 0), oldest, priority]
@@ -105,7 +145,7 @@ def tape_objects(tape: str, rows: Iterable[Row]) -> tuple[TapeDemand | None, Tap
         flying = TapeInFlight(tape=tape, files=files_in_flight, groups=groups)
     if queued:
         demand = tuple(
-            GroupDemand(g, n, b, oldest=_utc(o), max_priority=p) for g, (n, b, o, p) in sorted(queued.items())
+            GroupDemand(g, n, b, oldest=o, max_priority=p) for g, (n, b, o, p) in sorted(queued.items())
         )
         demanded = TapeDemand(
             tape=tape,

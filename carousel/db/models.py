@@ -197,6 +197,16 @@ class TapeQueueDelta(Base):
     leaving_priority: Mapped[int | None] = mapped_column(Integer, default=None)
 
 
+class TapeQueueVersion(Base):
+    """One row: the tape queues' version, which each fold that finds deltas takes next before it changes
+    them (migration 0013), so folds run one at a time and a reader keeping a copy knows when it is stale."""
+
+    __tablename__ = "tape_queue_version"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    version: Mapped[int] = mapped_column(BigInteger)
+
+
 class RequestFile(Base):
     __tablename__ = "request_files"
     __table_args__ = (CheckConstraint(f"state IN ({_in(LinkState)})", name="state"),)

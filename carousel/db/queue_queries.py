@@ -44,7 +44,7 @@ from carousel.db.models import (
     UtcDateTime,
 )
 from carousel.db.state_sets import one_of, values
-from carousel.db.tape_queue_queries import chunks, fold_deltas
+from carousel.db.tape_queue_queries import chunks, fold, tape_queues_version
 from carousel.domain.buffer import fitting
 from carousel.domain.planning import ReadOrder, Selection
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand
@@ -80,61 +80,73 @@ def read_demand(session: Session, now: datetime, assembly: DemandAssembly | None
     folding in the changes the triggers on `files` appended): rows grow with tapes (times groups), not with
     queued files. Files backing off after a failed read are counted there; the tapes that have some (few)
     are read again from `files`, due files only. Writes the fold: run it in the snapshot's transaction.
-    `assembly`: the one the last snapshot of this store used, so that unchanged tapes keep their objects."""
-    fold_deltas(session)
-    connection = session.connection()
-    summary = connection.execute(
-        select(
-            TQ.tape,
-            TQ.kind,
-            TQ.service_class,
-            TQ.grp,
-            TQ.files,
-            TQ.bytes,
-            # as the driver gives it: made aware UTC only for the tapes whose objects are built again
-            type_coerce(TQ.oldest, DateTime(timezone=True)),
-            TQ.max_priority,
-            TQ.retries,
+    `assembly`: the copy of the tape queues the last snapshot of this store left (carousel.db.
+    demand_assembly): its own fold is applied to it, and the table read again only when someone else folded
+    since. The caller forgets it when the transaction fails."""
+    assembly = assembly if assembly is not None else DemandAssembly()
+    folded = fold(session)
+    if folded.after is not None and folded.before == assembly.version:
+        changed = assembly.apply(folded.rows, folded.after)
+    elif folded.after is None and assembly.version == tape_queues_version(session):
+        changed = set()
+    else:
+        version = folded.after if folded.after is not None else tape_queues_version(session)
+        changed = assembly.reload(_every_queue_row(session), version)
+    return assembly.assemble(changed, _backing_off(session, now))
+
+
+def _every_queue_row(session: Session) -> list[tuple[Any, ...]]:
+    """Every row of the tape queues, as DemandAssembly keeps them."""
+    return [
+        tuple(row)
+        for row in session.connection().execute(
+            select(
+                TQ.tape,
+                TQ.kind,
+                TQ.service_class,
+                TQ.grp,
+                TQ.files,
+                TQ.bytes,
+                # as the driver gives it: made aware UTC only for the tapes whose objects are built again
+                type_coerce(TQ.oldest, DateTime(timezone=True)),
+                TQ.max_priority,
+                TQ.retries,
+            )
         )
-        .where(TQ.files > 0)  # a row below zero waits for the arrivals another fold holds
-        .order_by(TQ.tape, TQ.grp, TQ.service_class, TQ.kind)
-    ).all()
-    backing_off = set(
-        connection.scalars(
+    ]
+
+
+def _backing_off(session: Session, now: datetime) -> dict[str, list[tuple[Any, ...]]]:
+    """The queued rows of the tapes with files backing off after a failed read (few), due files only, read
+    from `files`: they stand for those tapes' queued rows in this snapshot."""
+    connection = session.connection()
+    tapes = sorted(
+        tape
+        for tape in connection.scalars(
             select(F.tape)
             .where(F.not_before > now, F.state == FileState.QUEUED.value, F.tape.is_not(None))
             .distinct()
         )
+        if tape is not None
     )
-    rows: list[tuple[Any, ...]] = [
-        tuple(r) for r in summary if r[0] not in backing_off or r[1] != TapeQueueKind.QUEUED
-    ]
-    for chunk in chunks(sorted(t for t in backing_off if t is not None)):
-        rows.extend(
-            (tape, TapeQueueKind.QUEUED, *rest)
-            for tape, *rest in connection.execute(
-                select(
-                    F.tape,
-                    F.service_class,
-                    F.grp,
-                    func.count(),
-                    func.coalesce(func.sum(F.size_bytes), 0),
-                    func.min(F.queued_at),
-                    func.max(F.priority),
-                    func.sum(case((F.attempts > 0, 1), else_=0)),
-                )
-                .where(F.tape.in_(chunk), F.state == FileState.QUEUED.value, _due(now))
-                .group_by(F.tape, F.service_class, F.grp)
+    rows: dict[str, list[tuple[Any, ...]]] = {tape: [] for tape in tapes}
+    for chunk in chunks(tapes):
+        for tape, *rest in connection.execute(
+            select(
+                F.tape,
+                F.service_class,
+                F.grp,
+                func.count(),
+                func.coalesce(func.sum(F.size_bytes), 0),
+                func.min(F.queued_at),
+                func.max(F.priority),
+                func.sum(case((F.attempts > 0, 1), else_=0)),
             )
-        )
-
-    if backing_off:
-        rows.sort(key=_by_tape_and_group)  # one pass per tape below
-    return (assembly or DemandAssembly()).assemble(rows)
-
-
-def _by_tape_and_group(row: tuple[Any, ...]) -> tuple[str, str, str]:
-    return row[0], row[3], row[2]
+            .where(F.tape.in_(chunk), F.state == FileState.QUEUED.value, _due(now))
+            .group_by(F.tape, F.service_class, F.grp)
+        ):
+            rows[tape].append((tape, TapeQueueKind.QUEUED, *rest))
+    return rows
 
 
 # --- claims -----------------------------------------------------------------------------------------------

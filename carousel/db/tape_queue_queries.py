@@ -3,13 +3,14 @@
 Run by the snapshot, in its transaction: the deltas it deletes are exactly those it applies (a delta committed
 meanwhile by intake or completion waits for the next fold). A fold takes at most `FOLD_LIMIT` deltas, oldest
 first, so no cycle folds a backlog's worth at once: after a burst of intake (a million files at once leaves
-some 60,000 deltas) the tape queues catch up over the next cycles, in arrival order. Each changed key is
-added to its row in one upsert (ON CONFLICT ... DO UPDATE: files, bytes and retries add up, the oldest
-arrival and the highest priority take arriving files in at once), so the cost grows with the keys changed,
-not with the queue, and two folds at once (the cycle's and an outlook's) add up instead of overwriting each
-other: they lock the rows in key order and skip each other's deltas (SKIP LOCKED). A row may go below zero
-for a while (a fold met a file leaving before the delta of its arrival, which the other fold holds); the
-snapshot reads rows with files only, and a row is deleted once everything in it is zero. When a file that
+some 60,000 deltas) the tape queues catch up over the next cycles, in arrival order. On PostgreSQL the fold
+is one statement: the deltas are added up per key and upserted (ON CONFLICT ... DO UPDATE: files, bytes and
+retries add up, the oldest arrival and the highest priority take arriving files in at once), in key order,
+so the cost grows with the keys changed, not with the queue. A fold that finds deltas first takes the next
+version of the tape queues (tape_queue_version): folds (the cycle's, an outlook's, a dry run's) run one at a
+time, and the fold returns every row it changed, so that a store keeping a copy of the tape queues applies it
+(carousel.db.demand_assembly). A row below zero (a departure folded before its arrival) is kept until it
+adds up and is not shown by the snapshot; a row is deleted once everything in it is zero. When a file that
 may have been a queue's oldest or most urgent left, that queue's oldest arrival and highest priority are read
 again from its queued files (through the tape index).
 """
@@ -17,7 +18,7 @@ again from its queued files (through the tape index).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -34,7 +35,7 @@ D = TapeQueueDelta
 Key = tuple[str, str, str, str]  # tape, group, class of service, kind
 T = TypeVar("T")
 CHUNK = 2_000  # keys per statement: at most 18,000 bind parameters
-FOLD_LIMIT = 10_000  # deltas one fold takes: a few tenths of a second on PostgreSQL
+FOLD_LIMIT = 5_000  # deltas one fold takes: a tenth or two of a second on PostgreSQL
 NO_ARRIVAL = -(2**31)  # the priority an upsert carries when no queued file arrived: below any real one
 
 
@@ -49,20 +50,68 @@ class _Change:
     leaving_priority: int | None = None
 
 
+QueueRow = tuple[Any, ...]  # tape, kind, class of service, group, files, bytes, oldest, priority, retries
+
+
+@dataclass(slots=True)
+class Folded:
+    """What one fold did: the deltas it took, the tape queues' version before and after it (None: it took
+    none and left the version alone) and each row it changed, as it is now (None: deleted)."""
+
+    deltas: int = 0
+    before: int | None = None
+    after: int | None = None
+    rows: dict[Key, QueueRow | None] = field(default_factory=dict)
+
+
 def fold_deltas(session: Session, limit: int = FOLD_LIMIT) -> int:
-    """Applies and removes the `limit` oldest deltas this transaction sees (and no other fold holds);
-    returns how many."""
+    """Applies and removes the `limit` oldest deltas this transaction sees; returns how many."""
+    return fold(session, limit).deltas
+
+
+def fold(session: Session, limit: int = FOLD_LIMIT) -> Folded:
+    """Applies and removes the `limit` oldest deltas this transaction sees. A fold that finds deltas first
+    takes the next version of the tape queues (tape_queue_version, one row: folds run one at a time, and a
+    reader that kept a copy of the tape queues knows whether anyone else changed them since)."""
+    after = session.execute(TAKE_VERSION).scalar()
+    if after is None:
+        return Folded()
     if session.get_bind().dialect.name == "postgresql":
-        folded, emptied, recheck = _fold_on_server(session, limit)
+        deltas, rows, emptied, recheck = _fold_on_server(session, limit)
     else:
-        folded, emptied, recheck = _fold_here(session, limit)
-    _set_extremes(session, _queued_extremes(session, recheck))
+        deltas, rows, emptied, recheck = _fold_here(session, limit)
+    extremes = _queued_extremes(session, recheck)
+    _set_extremes(session, extremes)
+    for key, (oldest, priority) in extremes.items():
+        row = rows[key]
+        if row is not None:
+            rows[key] = (*row[:6], oldest, priority, row[8])
     _delete_emptied(session, emptied)
-    return folded
+    for key in emptied:
+        rows[key] = None
+    return Folded(deltas, int(after) - 1, int(after), rows)
+
+
+def tape_queues_version(session: Session) -> int:
+    return int(session.execute(text("SELECT version FROM tape_queue_version WHERE id = 1")).scalar_one())
+
+
+TAKE_VERSION = text(
+    "UPDATE tape_queue_version SET version = version + 1"
+    " WHERE id = 1 AND EXISTS (SELECT 1 FROM tape_queue_deltas) RETURNING version"
+)
+
+
+def _queue_row(key: Key, values: tuple[Any, ...]) -> QueueRow:
+    """A tape_queues row (its key; files, bytes, retries, oldest, max_priority) as the snapshot reads it."""
+    tape, grp, service_class, kind = key
+    files, size, retries, oldest, priority = values
+    return (tape, kind, service_class, grp, files, size, oldest, priority, retries)
 
 
 # PostgreSQL: the whole fold in one statement (the deltas never leave the server). Returns one row "N" with
-# the deltas folded, then the keys left empty ("E") and the queues whose extremes may have left ("R").
+# the deltas folded, then every row it added to as it is now: left empty ("E"), a queue whose extremes may
+# have left ("R"), or the others ("U").
 FOLD_ON_SERVER = text(
     """
 WITH gone AS (
@@ -87,35 +136,47 @@ WITH gone AS (
     RETURNING q.tape, q.grp, q.service_class, q.kind, q.files, q.bytes, q.retries, q.oldest, q.max_priority
 )
 SELECT 'N' AS what, NULL AS tape, NULL AS grp, NULL AS service_class, NULL AS kind,
-       (SELECT count(*) FROM gone)
+       (SELECT count(*) FROM gone) AS files, NULL::bigint AS bytes, NULL::int AS retries,
+       NULL::timestamptz AS oldest, NULL::int AS max_priority
 UNION ALL
-SELECT CASE WHEN a.files = 0 AND a.bytes = 0 AND a.retries = 0 THEN 'E' ELSE 'R' END,
-       a.tape, a.grp, a.service_class, a.kind, 0
+SELECT CASE
+         WHEN a.files = 0 AND a.bytes = 0 AND a.retries = 0 THEN 'E'
+         WHEN a.kind = 'Q' AND a.files > 0 AND (
+              a.max_priority = :no_arrival
+              OR (c.leaving_oldest IS NOT NULL AND (a.oldest IS NULL OR c.leaving_oldest <= a.oldest))
+              OR c.leaving_priority >= a.max_priority) THEN 'R'
+         ELSE 'U'
+       END,
+       a.tape, a.grp, a.service_class, a.kind, a.files, a.bytes, a.retries, a.oldest, a.max_priority
 FROM added AS a JOIN change AS c USING (tape, grp, service_class, kind)
-WHERE (a.files = 0 AND a.bytes = 0 AND a.retries = 0)
-   OR (a.kind = 'Q' AND a.files > 0 AND (
-        a.max_priority = :no_arrival
-        OR (c.leaving_oldest IS NOT NULL AND (a.oldest IS NULL OR c.leaving_oldest <= a.oldest))
-        OR c.leaving_priority >= a.max_priority))
 """
 )
 
 
-def _fold_on_server(session: Session, limit: int) -> tuple[int, list[Key], list[Key]]:
-    folded = 0
+Outcome = tuple[int, dict[Key, QueueRow | None], list[Key], list[Key]]  # deltas, rows, emptied, recheck
+
+
+def _fold_on_server(session: Session, limit: int) -> Outcome:
+    deltas = 0
+    rows: dict[Key, QueueRow | None] = {}
     emptied: list[Key] = []
     recheck: list[Key] = []
-    for what, tape, grp, service_class, kind, count in session.execute(
+    for what, tape, grp, service_class, kind, files, size, retries, oldest, priority in session.execute(
         FOLD_ON_SERVER, {"limit": limit, "no_arrival": NO_ARRIVAL}
     ):
         if what == "N":
-            folded = int(count)
-        else:
-            (emptied if what == "E" else recheck).append((tape, grp, service_class, kind))
-    return folded, emptied, recheck
+            deltas = int(files)
+            continue
+        key = (tape, grp, service_class, kind)
+        rows[key] = _queue_row(key, (files, size, retries, oldest, priority))
+        if what == "E":
+            emptied.append(key)
+        elif what == "R":
+            recheck.append(key)
+    return deltas, rows, emptied, recheck
 
 
-def _fold_here(session: Session, limit: int) -> tuple[int, list[Key], list[Key]]:
+def _fold_here(session: Session, limit: int) -> Outcome:
     """SQLite (no data-modifying WITH): the deltas added up here, then one upsert a key."""
     oldest_first = select(D.id).order_by(D.id).limit(limit)
     deltas = session.execute(
@@ -145,28 +206,23 @@ def _fold_here(session: Session, limit: int) -> tuple[int, list[Key], list[Key]]
         change.arriving_priority = _greatest(change.arriving_priority, a_prio)
         change.leaving_oldest = _least(change.leaving_oldest, l_old)
         change.leaving_priority = _greatest(change.leaving_priority, l_prio)
+    rows: dict[Key, QueueRow | None] = {}
     emptied: list[Key] = []
     recheck: list[Key] = []
     if not changes:
-        return 0, emptied, recheck
-    rows = [_row(key, changes[key]) for key in sorted(changes)]
-    for (
-        tape,
-        grp,
-        service_class,
-        kind,
-        files,
-        size,
-        retries,
-        oldest,
-        priority,
-    ) in session.connection().execute(_adding(sqlite.insert(TQ)), rows):
+        return 0, rows, emptied, recheck
+    upserts = [_row(key, changes[key]) for key in sorted(changes)]
+    for tape, grp, service_class, kind, *values in session.connection().execute(
+        _adding(sqlite.insert(TQ)), upserts
+    ):
         key = (tape, grp, service_class, kind)
+        files, size, retries, oldest, priority = values
+        rows[key] = _queue_row(key, (files, size, retries, oldest, priority))
         if files == 0 and size == 0 and retries == 0:
             emptied.append(key)
         elif kind == TapeQueueKind.QUEUED and files > 0 and _may_have_set(changes[key], oldest, priority):
             recheck.append(key)
-    return len(deltas), emptied, recheck
+    return len(deltas), rows, emptied, recheck
 
 
 def _adding(insert: Any) -> Any:

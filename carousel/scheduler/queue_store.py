@@ -59,12 +59,16 @@ class DatabaseQueueStore:
     ) -> None:
         self.session_factory = session_factory
         self.usage_window_s = usage_window_s
-        self.assembly = DemandAssembly()  # unchanged tapes keep their objects from one snapshot to the next
+        self.assembly = DemandAssembly()  # the tape queues as the last snapshot left them, and their objects
 
     def demand(self, now: datetime) -> QueueDemand:
-        with collector_held(), transaction(self.session_factory) as session:
-            demand = q.read_demand(session, now, self.assembly)
-            usage = group_usage(session, now, self.usage_window_s)
+        try:
+            with collector_held(), transaction(self.session_factory) as session:
+                demand = q.read_demand(session, now, self.assembly)
+                usage = group_usage(session, now, self.usage_window_s)
+        except BaseException:
+            self.assembly.forget()  # its copy took this transaction's fold, which did not commit
+            raise
         return QueueDemand(demand.tapes, demand.in_flight, demand.in_flight_tapes, usage)
 
     def claim(
