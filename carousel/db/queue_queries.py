@@ -19,6 +19,7 @@ from sqlalchemy import (
     DateTime,
     Select,
     String,
+    any_,
     bindparam,
     case,
     exists,
@@ -228,9 +229,11 @@ def mark_requests_started(session: Session, file_ids: Sequence[int], now: dateti
     """A request has started when the first of its files is taken by a cycle."""
     if not file_ids:
         return
-    askers = select(RequestFile.request_id).where(
-        RequestFile.file_id.in_(file_ids), RequestFile.state == LinkState.PENDING.value
-    )
+    if session.get_bind().dialect.name == "postgresql":  # one array parameter, however many files
+        claimed = RequestFile.file_id == any_(bindparam("claimed", list(file_ids), type_=ARRAY(BigInteger)))
+    else:
+        claimed = RequestFile.file_id.in_(file_ids)
+    askers = select(RequestFile.request_id).where(claimed, RequestFile.state == LinkState.PENDING.value)
     session.execute(
         update(StageRequest)
         .where(StageRequest.started_at.is_(None), StageRequest.id.in_(askers))
