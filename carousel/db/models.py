@@ -114,8 +114,15 @@ class QueuedFileRow(Base):
         # The scheduler's hot path: queued files of one tape in head order (as CTA's scheduler indexes it).
         Index("ix_files_tape_state_position", "tape", "state", "position_bytes", "id"),
         Index("ix_files_state_queued_at", "state", "queued_at", "id"),
-        # files backing off after a failed read (few): the snapshot subtracts them from the tape queues
-        Index("ix_files_not_before", "not_before"),
+        # files backing off after a failed read (few): the snapshot subtracts them from the tape queues.
+        # Partial, so that it stays small and is chosen even before the table has statistics (0013).
+        Index(
+            "ix_files_backing_off",
+            "not_before",
+            "tape",
+            postgresql_where=text("not_before IS NOT NULL"),
+            sqlite_where=text("not_before IS NOT NULL"),
+        ),
         # eviction's question: files in the buffer, least recently used first (only those on disk)
         Index(
             "ix_files_disk_used_at",
@@ -202,6 +209,16 @@ class TapeQueueDelta(Base):
     arriving_priority: Mapped[int | None] = mapped_column(Integer, default=None)
     leaving_oldest: Mapped[datetime | None] = mapped_column(UtcDateTime(), default=None)
     leaving_priority: Mapped[int | None] = mapped_column(Integer, default=None)
+
+
+class TapeQueueVersion(Base):
+    """One row: the tape queues' version, which each fold that finds deltas takes next before it changes
+    them (migration 0013), so folds run one at a time and a reader keeping a copy knows when it is stale."""
+
+    __tablename__ = "tape_queue_version"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    version: Mapped[int] = mapped_column(BigInteger)
 
 
 class RequestFile(Base):

@@ -11,13 +11,29 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from itertools import groupby
-from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, bindparam, case, exists, func, insert, or_, select, update
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    DateTime,
+    Select,
+    String,
+    any_,
+    bindparam,
+    case,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    type_coerce,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
+from carousel.db.demand_assembly import DemandAssembly
 from carousel.db.lock_order import lock_files
 from carousel.db.models import (
     QueuedFileRow,
@@ -27,13 +43,14 @@ from carousel.db.models import (
     TapeQueue,
     TapeQueueKind,
     TapeStateRow,
+    UtcDateTime,
 )
 from carousel.db.state_sets import one_of, values
-from carousel.db.tape_queue_queries import chunks, fold_deltas
+from carousel.db.tape_queue_queries import chunks, fold, tape_queues_version
 from carousel.domain.buffer import fitting
 from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.media import HELD_STATES
-from carousel.domain.planning import GroupDemand, ReadOrder, Selection, TapeDemand, TapeInFlight
+from carousel.domain.planning import ReadOrder, Selection
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand
 from carousel.domain.states import (
     CANCEL_READ,
@@ -62,125 +79,89 @@ def _has_pending_link() -> ColumnElement[bool]:
 # --- snapshot ---------------------------------------------------------------------------------------------
 
 
-def read_demand(session: Session, now: datetime, library: str | None = None) -> QueueDemand:
+def read_demand(
+    session: Session, now: datetime, assembly: DemandAssembly | None = None, library: str | None = None
+) -> QueueDemand:
     """The queue per tape, from the tape queues (carousel.db.models.TapeQueue, brought up to date first by
     folding in the changes the triggers on `files` appended): rows grow with tapes (times groups), not with
     queued files. Files backing off after a failed read are counted there; the tapes that have some (few)
     are read again from `files`, due files only. Writes the fold: run it in the snapshot's transaction.
-    With `library`, that library's tapes only (docs/decisions.md §17); None: every library's."""
-    fold_deltas(session)
+    `assembly`: the copy of the tape queues the last snapshot of this store left (carousel.db.
+    demand_assembly): its own fold is applied to it, and the table read again only when someone else folded
+    since. The caller forgets it when the transaction fails. With `library`, that library's tapes only
+    (docs/decisions.md §17; the assembly is that library's); None: every library's."""
+    assembly = assembly if assembly is not None else DemandAssembly(library)
+    folded = fold(session)
+    if folded.after is not None and folded.before == assembly.version:
+        changed = assembly.apply(folded.rows, folded.after)
+    elif folded.after is None and assembly.version == tape_queues_version(session):
+        changed = set()
+    else:
+        version = folded.after if folded.after is not None else tape_queues_version(session)
+        changed = assembly.reload(_every_queue_row(session, library), version)
+    return assembly.assemble(changed, _backing_off(session, now, library))
+
+
+def _every_queue_row(session: Session, library: str | None) -> list[tuple[str, tuple[Any, ...]]]:
+    """Every row of the tape queues (of `library`), each with its library, as DemandAssembly keeps them."""
+    return [
+        (row[0], tuple(row[1:]))
+        for row in session.connection().execute(
+            select(
+                TQ.library,
+                TQ.tape,
+                TQ.kind,
+                TQ.service_class,
+                TQ.grp,
+                TQ.files,
+                TQ.bytes,
+                # as the driver gives it: made aware UTC only for the tapes whose objects are built again
+                type_coerce(TQ.oldest, DateTime(timezone=True)),
+                TQ.max_priority,
+                TQ.retries,
+            ).where(*_of_library(TQ.library, library))
+        )
+    ]
+
+
+def _backing_off(session: Session, now: datetime, library: str | None) -> dict[str, list[tuple[Any, ...]]]:
+    """The queued rows of the tapes with files backing off after a failed read (few), due files only, read
+    from `files`: they stand for those tapes' queued rows in this snapshot."""
     connection = session.connection()
-    summary = connection.execute(
-        select(
-            TQ.tape,
-            TQ.kind,
-            TQ.service_class,
-            TQ.grp,
-            TQ.files,
-            TQ.bytes,
-            TQ.oldest,
-            TQ.max_priority,
-            TQ.retries,
-        ).where(*_of_library(TQ.library, library))
-    ).all()
-    backing_off = set(
-        connection.scalars(
+    tapes = sorted(
+        tape
+        for tape in connection.scalars(
             select(F.tape)
             .where(F.not_before > now, F.state == FileState.QUEUED.value, F.tape.is_not(None))
             .where(*_of_library(F.library, library))
             .distinct()
         )
+        if tape is not None
     )
-    rows: list[tuple[Any, ...]] = [
-        tuple(r) for r in summary if r[0] not in backing_off or r[1] != TapeQueueKind.QUEUED
-    ]
-    for chunk in chunks(sorted(t for t in backing_off if t is not None)):
-        rows.extend(
-            (tape, TapeQueueKind.QUEUED, *rest)
-            for tape, *rest in connection.execute(
-                select(
-                    F.tape,
-                    F.service_class,
-                    F.grp,
-                    func.count(),
-                    func.coalesce(func.sum(F.size_bytes), 0),
-                    func.min(F.queued_at),
-                    func.max(F.priority),
-                    func.sum(case((F.attempts > 0, 1), else_=0)),
-                )
-                .where(F.tape.in_(chunk), F.state == FileState.QUEUED.value, _due(now))
-                .where(*_of_library(F.library, library))
-                .group_by(F.tape, F.service_class, F.grp)
+    rows: dict[str, list[tuple[Any, ...]]] = {tape: [] for tape in tapes}
+    for chunk in chunks(tapes):
+        for tape, *rest in connection.execute(
+            select(
+                F.tape,
+                F.service_class,
+                F.grp,
+                func.count(),
+                func.coalesce(func.sum(F.size_bytes), 0),
+                func.min(F.queued_at),
+                func.max(F.priority),
+                func.sum(case((F.attempts > 0, 1), else_=0)),
             )
-        )
-
-    rows.sort(key=_by_tape_and_group)  # one pass per tape below; the table's key order already, mostly
-    return _assemble(rows)
+            .where(F.tape.in_(chunk), F.state == FileState.QUEUED.value, _due(now))
+            .where(*_of_library(F.library, library))
+            .group_by(F.tape, F.service_class, F.grp)
+        ):
+            rows[tape].append((tape, TapeQueueKind.QUEUED, *rest))
+    return rows
 
 
 def _of_library(column: InstrumentedAttribute[str], library: str | None) -> list[ColumnElement[bool]]:
     """The clause keeping one library's rows (none: every library's)."""
     return [] if library is None else [column == library]
-
-
-def _by_tape_and_group(row: tuple[Any, ...]) -> tuple[str, str, str]:
-    return row[0], row[3], row[2]
-
-
-def _assemble(rows: list[tuple[Any, ...]]) -> QueueDemand:
-    """Rows (tape, kind, class, group, files, bytes, oldest, priority, retries), by tape then group: one
-    TapeDemand per tape with queued files and one TapeInFlight per tape with files in flight."""
-    tapes: list[TapeDemand] = []
-    flying: list[TapeInFlight] = []
-    for tape, parts in groupby(rows, key=itemgetter(0)):
-        queued: dict[str, list[Any]] = {}  # group -> [files, bytes, oldest, priority]
-        in_flight: dict[str, list[int]] = {}  # group -> [files, bytes]
-        classes: dict[str, int] = {}
-        retries = 0
-        for _, kind, service_class, grp, count, size, oldest, priority, retried in parts:
-            if kind != TapeQueueKind.QUEUED:
-                held = in_flight.setdefault(grp, [0, 0])
-                held[0] += count
-                held[1] += int(size or 0)
-                continue
-            # a tape's files share its class of service; should they not, the busiest class speaks for it
-            classes[service_class] = classes.get(service_class, 0) + count
-            retries += int(retried or 0)
-            seen = queued.get(grp)
-            if seen is None:
-                queued[grp] = [count, int(size or 0), oldest, priority]
-            else:
-                seen[0] += count
-                seen[1] += int(size or 0)
-                seen[2] = min(seen[2], oldest)
-                seen[3] = max(seen[3], priority)
-        files_in_flight = sum(n for n, _ in in_flight.values())
-        if in_flight:
-            groups = tuple(GroupDemand(g, n, b) for g, (n, b) in sorted(in_flight.items()))
-            flying.append(TapeInFlight(tape=tape, files=files_in_flight, groups=groups))
-        if queued:
-            demand = tuple(
-                GroupDemand(g, n, b, oldest=o, max_priority=p) for g, (n, b, o, p) in sorted(queued.items())
-            )
-            tapes.append(
-                TapeDemand(
-                    tape=tape,
-                    files=sum(d.files for d in demand),
-                    bytes=sum(d.bytes for d in demand),
-                    oldest=min(d.oldest for d in demand if d.oldest is not None),
-                    max_priority=max(d.max_priority for d in demand),
-                    service_class=min(classes, key=lambda c: (-classes[c], c)),
-                    groups=demand,
-                    in_flight=files_in_flight,
-                    retries=retries,
-                )
-            )
-    tapes.sort(key=lambda t: (t.oldest, t.tape))
-    return QueueDemand(
-        tapes=tuple(tapes),
-        in_flight=sum(t.files for t in flying),
-        in_flight_tapes=tuple(sorted(flying, key=lambda t: t.tape)),
-    )
 
 
 # --- claims -----------------------------------------------------------------------------------------------
@@ -274,9 +255,11 @@ def mark_requests_started(session: Session, file_ids: Sequence[int], now: dateti
     """A request has started when the first of its files is taken by a cycle."""
     if not file_ids:
         return
-    askers = select(RequestFile.request_id).where(
-        RequestFile.file_id.in_(file_ids), RequestFile.state == LinkState.PENDING.value
-    )
+    if session.get_bind().dialect.name == "postgresql":  # one array parameter, however many files
+        claimed = RequestFile.file_id == any_(bindparam("claimed", list(file_ids), type_=ARRAY(BigInteger)))
+    else:
+        claimed = RequestFile.file_id.in_(file_ids)
+    askers = select(RequestFile.request_id).where(claimed, RequestFile.state == LinkState.PENDING.value)
     session.execute(
         update(StageRequest)
         .where(StageRequest.started_at.is_(None), StageRequest.id.in_(askers))
@@ -288,23 +271,62 @@ def record_handed_over(
     session: Session, batches: Sequence[HandedOver], now: datetime, library: str = DEFAULT_LIBRARY
 ) -> int:
     """CLAIMED -> SUBMITTED under each batch's key, and one recalls row per file (of `library`, whose adapter
-    took the batches). Returns files marked."""
-    params = [{"b_id": fid, "b_key": b.batch_key} for b in batches for fid in b.file_ids]
-    if not params:
+    took the batches). Returns files marked.
+    PostgreSQL: two statements whatever the files (one array a column, unnested), so the trigger on `files`
+    runs once, not once a file."""
+    ids = [fid for b in batches for fid in b.file_ids]
+    if not ids:
         return 0
-    lock_files(session, [fid for b in batches for fid in b.file_ids])
+    keys = [b.batch_key for b in batches for _ in b.file_ids]
+    tapes = [b.tape for b in batches for _ in b.file_ids]
+    lock_files(session, ids)
+    if session.get_bind().dialect.name == "postgresql":
+        return _record_on_server(session, ids, keys, tapes, now, library=library)
     mark = (
         update(F)
         .where(F.id == bindparam("b_id"), one_of(F.state, HAND_OVER.sources))
         .values(state=HAND_OVER.target.value, batch_key=bindparam("b_key"), submitted_at=now)
     )
+    params = [{"b_id": fid, "b_key": key} for fid, key in zip(ids, keys, strict=True)]
     marked = session.connection().execute(mark, params).rowcount
     recalls = [
-        {"file_id": fid, "batch_key": b.batch_key, "tape": b.tape, "library": library, "submitted_at": now}
-        for b in batches
-        for fid in b.file_ids
+        {"file_id": fid, "batch_key": key, "tape": tape, "library": library, "submitted_at": now}
+        for fid, key, tape in zip(ids, keys, tapes, strict=True)
     ]
     session.execute(insert(Recall), recalls)
+    return int(marked)
+
+
+def _record_on_server(
+    session: Session, ids: list[int], keys: list[str], tapes: list[str], now: datetime, *, library: str
+) -> int:
+    handed = (
+        func.unnest(
+            bindparam("h_ids", ids, type_=ARRAY(BigInteger)),
+            bindparam("h_keys", keys, type_=ARRAY(String)),
+            bindparam("h_tapes", tapes, type_=ARRAY(String)),
+        )
+        .table_valued("id", "batch_key", "tape")
+        .render_derived()
+    )
+    connection = session.connection()
+    marked = connection.execute(
+        update(F)
+        .where(F.id == handed.c.id, F.state.in_(values(HAND_OVER.sources)))
+        .values(state=HAND_OVER.target.value, batch_key=handed.c.batch_key, submitted_at=now)
+    ).rowcount
+    connection.execute(
+        insert(Recall).from_select(
+            ["file_id", "batch_key", "tape", "library", "submitted_at"],
+            select(
+                handed.c.id,
+                handed.c.batch_key,
+                handed.c.tape,
+                bindparam("h_library", library, type_=String()),
+                bindparam("h_now", now, type_=UtcDateTime()),
+            ),
+        )
+    )
     return int(marked)
 
 

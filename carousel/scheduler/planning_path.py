@@ -22,6 +22,7 @@ from carousel.domain.media import hold_back
 from carousel.domain.planning import LibraryCosts, LibraryView, Plan, Selection, Snapshot
 from carousel.domain.queue import ClaimedFile, HandedOver
 from carousel.scheduler.buffer_keeper import BufferGauge, BufferKeeper
+from carousel.scheduler.collector import collector_held
 from carousel.scheduler.queue_store import QueueStore
 from hsm_adapters.base import Batch, BatchFile, Capacity, HsmAdapter
 from hsm_adapters.site import Site
@@ -130,7 +131,8 @@ class PlanningPath:
 
     def dispatch(self, snapshot: Snapshot, *, submit: bool = True) -> Dispatch:
         """One pass over a snapshot the caller took (the live cycle's: carousel.scheduler.live_snapshot)."""
-        plan = hold_back(admit_plan(self.policy.plan(snapshot), snapshot), snapshot.held)
+        with collector_held():  # the policy's temporaries, as the snapshot's (carousel.scheduler.collector)
+            plan = hold_back(admit_plan(self.policy.plan(snapshot), snapshot), snapshot.held)
         dispatch = Dispatch(snapshot=snapshot, plan=plan)
         dispatch.waiting_for_space = sum(
             t.files for t in snapshot.tapes if plan.waiting.get(t.tape) == BUFFER_FULL

@@ -14,12 +14,14 @@ from typing import Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.db import queue_queries as q
+from carousel.db.demand_assembly import DemandAssembly
 from carousel.db.engine import transaction
 from carousel.db.media_queries import held_tapes
 from carousel.db.usage_queries import DEFAULT_WINDOW_S, GroupUsageLedger
 from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.planning import Selection
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand
+from carousel.scheduler.collector import collector_held
 
 # one claim: the selection, the claim key its files were stamped with, and the files in the selection's order
 Claim = tuple[Selection, str, list[ClaimedFile]]
@@ -71,12 +73,18 @@ class DatabaseQueueStore:
         self.library = library
         self.usage_weights = dict(usage_weights or {})
         self._usage = GroupUsageLedger()  # closed mounts read once (carousel.db.usage_queries)
+        # the tape queues (of this library) as the last snapshot left them, and their objects
+        self.assembly = DemandAssembly(library)
 
     def demand(self, now: datetime) -> QueueDemand:
-        with transaction(self.session_factory) as session:
-            demand = q.read_demand(session, now, self.library)
-            usage = self._usage(session, now, self.usage_window_s, self.usage_weights)
-            held = held_tapes(session)
+        try:
+            with collector_held(), transaction(self.session_factory) as session:
+                demand = q.read_demand(session, now, self.assembly, self.library)
+                usage = self._usage(session, now, self.usage_window_s, self.usage_weights)
+                held = held_tapes(session)
+        except BaseException:
+            self.assembly.forget()  # its copy took this transaction's fold, which did not commit
+            raise
         # held tapes (disabled, broken) are not the policy's to plan: they wait, saying why
         tapes = tuple(t for t in demand.tapes if t.tape not in held)
         with_work = {t.tape for t in demand.tapes}
