@@ -168,7 +168,14 @@ def test_a_backlog_is_folded_a_bounded_number_of_deltas_at_a_time(session_factor
 def test_a_queue_that_meets_departures_before_arrivals_adds_up_in_the_end(session_factory):
     """Two folds at once may fold a file's departure before its arrival (the other fold holds it): the row
     goes below zero, the snapshot does not show it, and it is gone once both are folded."""
-    key = {"tape": "A", "grp": "atlas", "service_class": "default", "kind": "Q", "retries": 0}
+    key = {
+        "library": "default",
+        "tape": "A",
+        "grp": "atlas",
+        "service_class": "default",
+        "kind": "Q",
+        "retries": 0,
+    }
     with transaction(session_factory) as session:
         session.add(TapeQueueDelta(**key, files=-1, bytes=-5, leaving_oldest=T0, leaving_priority=0))
     with transaction(session_factory) as session:
