@@ -9,7 +9,7 @@ runs one planning pass per library), so `submit`, `cancel`, `poll_events` and `s
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from carousel.domain.libraries import CopyEstimate, copy_wait_s, soonest_copy
 from carousel.domain.planning import LibraryCosts
@@ -52,6 +52,29 @@ class Site:
         answers = {name: self._answers(name, adapter, paths) for name, adapter in self.libraries.items()}
         queued = self.backlog() if len(self.libraries) > 1 else {}
         return [self._chosen(n, path, answers, queued) for n, path in enumerate(paths)]
+
+    def other_copies(
+        self, paths: Sequence[str], unreadable: Collection[tuple[str, str]]
+    ) -> list[OnTape | Unknown | None]:
+        """For each path, the soonest copy on a tape not in `unreadable` ((library, tape): a broken tape),
+        naming its library; Unknown when no such copy was found and a library could not answer (ask again);
+        None when there is none."""
+        answers = {name: self._answers(name, adapter, paths) for name, adapter in self.libraries.items()}
+        queued = self.backlog() if len(self.libraries) > 1 else {}
+        chosen: list[OnTape | Unknown | None] = []
+        for n, path in enumerate(paths):
+            copies = {
+                name: a
+                for name, answer in answers.items()
+                if isinstance(a := answer[n], OnTape) and (name, a.tape) not in unreadable
+            }
+            if copies:
+                name = soonest_copy([self._estimate(name, copy, queued) for name, copy in copies.items()])
+                chosen.append(dataclasses.replace(copies[name], library=name))
+                continue
+            unknown = [a.reason for answer in answers.values() if isinstance(a := answer[n], Unknown)]
+            chosen.append(Unknown(path, "; ".join(unknown)) if unknown else None)
+        return chosen
 
     def _answers(self, name: str, adapter: HsmAdapter, paths: Sequence[str]) -> list[LookupResult]:
         try:

@@ -34,7 +34,7 @@ _PROBLEMS: dict[int | str, dict[str, Any]] = {
         (400, "Invalid input: problem+json naming the field (a state, a mode, a reason, a name)"),
         (401, "No valid credentials"),
         (403, "The caller does not have the admin role"),
-        (404, "No such tape or drive (field `tape` or `drive`)"),
+        (404, "No such library, tape or drive (field `library`, `tape` or `drive`)"),
         (409, "The tape or drive is in that state already (field `state`): nothing changed"),
     )
 }
@@ -42,22 +42,40 @@ _PROBLEMS: dict[int | str, dict[str, Any]] = {
 router = APIRouter(prefix=PREFIX, tags=["admin"], responses=_PROBLEMS, dependencies=[Depends(require_admin)])
 
 
+# A tape is (library, tape) and a drive (library, drive): `library` may be left out when the name is in one
+# library only (docs/admin.md, "Tapes and drives").
+LibraryParam = Annotated[
+    str | None,
+    Query(
+        max_length=64,
+        description="the library holding the tape or drive; needed when the name is in several libraries",
+    ),
+]
+
+
 @router.get("/tapes", response_model=TapeListOut)
-def get_tapes(session: DbSession) -> TapeListOut:
-    """Tapes whose state was ever set, or whose mounts failed; every other tape is active."""
-    return TapeListOut(tapes=[TapeOut.of(s) for s in tapes.list_tapes(session)])
+def get_tapes(context: Context, session: DbSession, library: LibraryParam = None) -> TapeListOut:
+    """Tapes whose state was ever set, or whose mounts failed (`library`: its own); every other tape is
+    active."""
+    return TapeListOut(tapes=[TapeOut.of(s) for s in tapes.list_tapes(session, context.adapter, library)])
 
 
 @router.get("/tapes/{tape}", response_model=TapeDetailOut)
-def get_tape(tape: str, context: Context, session: DbSession) -> TapeDetailOut:
+def get_tape(tape: str, context: Context, session: DbSession, library: LibraryParam = None) -> TapeDetailOut:
     """One tape: its state, why, who set it, and the service's files on it by state. 404 for a tape neither
     the queue nor the library knows."""
-    return TapeDetailOut.of_view(tapes.show_tape(session, context.adapter, tape))
+    return TapeDetailOut.of_view(tapes.show_tape(session, context.adapter, tape, library))
 
 
 @router.put("/tapes/{tape}/state", response_model=TapeChangeOut)
 def put_tape_state(
-    tape: str, body: TapeStateIn, context: Context, session: DbSession, caller: AdminCaller
+    tape: str,
+    body: TapeStateIn,
+    context: Context,
+    session: DbSession,
+    caller: AdminCaller,
+    *,
+    library: LibraryParam = None,
 ) -> TapeChangeOut:
     """Disable a tape (its files wait, nothing mounts it), break it (its queued files fail with the reason)
     or make it active again (its waiting files are planned again). 409 when it is in that state already."""
@@ -69,19 +87,27 @@ def put_tape_state(
         state=body.state,
         reason=body.reason,
         who=caller.name,
+        library=library,
     )
     return TapeChangeOut(tape=TapeOut.of(done.status), audit=MediaAuditOut.of(done.audit))
 
 
 @router.get("/drives", response_model=DriveListOut)
-def get_drives(context: Context, session: DbSession) -> DriveListOut:
-    """The library's drives as admins want them (up unless taken down)."""
-    return DriveListOut(drives=[DriveOut.of(s) for s in drives.list_drives(session, context.adapter)])
+def get_drives(context: Context, session: DbSession, library: LibraryParam = None) -> DriveListOut:
+    """Every library's drives (`library`: its own) as admins want them (up unless taken down)."""
+    listed = drives.list_drives(session, context.adapter, library)
+    return DriveListOut(drives=[DriveOut.of(s) for s in listed])
 
 
 @router.put("/drives/{drive}/state", response_model=DriveChangeOut)
 def put_drive_state(
-    drive: str, body: DriveStateIn, context: Context, session: DbSession, caller: AdminCaller
+    drive: str,
+    body: DriveStateIn,
+    context: Context,
+    session: DbSession,
+    caller: AdminCaller,
+    *,
+    library: LibraryParam = None,
 ) -> DriveChangeOut:
     """Take a drive down (after its current mount, or now) or bring it up. The scheduler's leader hands the
     change to the library at its next cycle. 409 when it is in that state already."""
@@ -94,6 +120,7 @@ def put_drive_state(
         mode=body.mode,
         reason=body.reason,
         who=caller.name,
+        library=library,
     )
     return DriveChangeOut(drive=DriveOut.of(done.status), audit=MediaAuditOut.of(done.audit))
 

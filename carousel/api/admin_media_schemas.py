@@ -49,6 +49,7 @@ class DriveStateIn(_Strict):
 
 
 class TapeOut(BaseModel):
+    library: str = Field(description="the library holding it: the same tape ID in two libraries is two tapes")
     tape: str
     state: TapeState
     reason: str | None
@@ -59,6 +60,7 @@ class TapeOut(BaseModel):
     @classmethod
     def of(cls, status: TapeStatus) -> TapeOut:
         return cls(
+            library=status.library,
             tape=status.tape,
             state=status.state,
             reason=status.reason,
@@ -81,6 +83,7 @@ class TapeListOut(BaseModel):
 
 
 class DriveOut(BaseModel):
+    library: str = Field(description="the library the drive is in")
     drive: str
     state: DriveState
     mode: DownMode | None
@@ -91,6 +94,7 @@ class DriveOut(BaseModel):
     @classmethod
     def of(cls, status: DriveStatus) -> DriveOut:
         return cls(
+            library=status.library,
             drive=status.drive,
             state=status.state,
             mode=status.mode,
@@ -109,6 +113,7 @@ class MediaAuditOut(BaseModel):
     at: datetime
     who: str = Field(description="the admin, or `service` for a tape the library's failed mounts broke")
     kind: str
+    library: str
     name: str
     old_state: str
     new_state: str
@@ -121,6 +126,7 @@ class MediaAuditOut(BaseModel):
             at=entry.at,
             who=entry.who,
             kind=entry.kind.value,
+            library=entry.library,
             name=entry.name,
             old_state=entry.old_state,
             new_state=entry.new_state,

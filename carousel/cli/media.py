@@ -33,17 +33,28 @@ TapeName = Annotated[str, typer.Argument(metavar="TAPE", help="the cartridge's n
 DriveName = Annotated[str, typer.Argument(metavar="DRIVE", help="the drive's name (carousel drive list)")]
 
 
+Library = Annotated[
+    str | None,
+    typer.Option(
+        "--library", help="the library holding the tape or drive; needed when the name is in several"
+    ),
+]
+
+
 @contextmanager
 def configured_library() -> Iterator[HsmAdapter]:
-    """The library the settings name: it says which tapes and drives exist."""
-    from hsm_adapters.registry import build_adapter  # noqa: PLC0415
+    """The library the settings name, or the site of the libraries they name: it says which libraries,
+    tapes and drives exist."""
+    from carousel.config.libraries import build_libraries  # noqa: PLC0415
+    from hsm_adapters.site import Site  # noqa: PLC0415
 
     settings = load_settings()
-    adapter = build_adapter(settings.adapter, settings.adapter_options, SystemClock())
+    libraries = build_libraries(settings, SystemClock())
     try:
-        yield adapter
+        yield Site(libraries) if settings.libraries else next(iter(libraries.values()))
     finally:
-        adapter.close()
+        for adapter in libraries.values():
+            adapter.close()
 
 
 @contextmanager
@@ -57,6 +68,11 @@ def naming_the_field() -> Iterator[None]:
         raise CliFailure(f"{exc.field}: {exc.detail}") from None
 
 
+def _in(library: str) -> str:
+    """Which library, said when the settings name theirs (one library unnamed says nothing new)."""
+    return "" if library == "default" else f" ({library})"
+
+
 def _when(value: Any) -> str:
     return value.isoformat(timespec="seconds") if value is not None else ""
 
@@ -65,20 +81,21 @@ def _when(value: Any) -> str:
 
 
 @tape_app.command("list")
-def tape_list() -> None:
+def tape_list(library: Library = None) -> None:
     """Tapes whose state was ever set (or whose mounts failed); every other tape is active."""
     from carousel.media_admin import tapes  # noqa: PLC0415
 
-    with session_of(load_settings()) as session:
-        statuses = tapes.list_tapes(session)
+    with naming_the_field(), configured_library() as site, session_of(load_settings()) as session:
+        statuses = tapes.list_tapes(session, site, library)
     if not statuses:
         out.print("every tape is active: none was ever disabled or broken")
         return
     table = Table(show_edge=False)
-    for column in ("tape", "state", "failed mounts", "since", "by", "why"):
+    for column in ("library", "tape", "state", "failed mounts", "since", "by", "why"):
         table.add_column(column)
     for status in statuses:
         table.add_row(
+            status.library,
             status.tape,
             status.state.value,
             str(status.failed_mounts),
@@ -90,14 +107,15 @@ def tape_list() -> None:
 
 
 @tape_app.command("show")
-def tape_show(tape: TapeName) -> None:
+def tape_show(tape: TapeName, library: Library = None) -> None:
     """One tape (JSON): its state, why, who set it and when, and the service's files on it by state."""
     from carousel.media_admin import tapes  # noqa: PLC0415
 
-    with naming_the_field(), configured_library() as library, session_of(load_settings()) as session:
-        view = tapes.show_tape(session, library, tape)
+    with naming_the_field(), configured_library() as site, session_of(load_settings()) as session:
+        view = tapes.show_tape(session, site, tape, library)
     status = view.status
     document = {
+        "library": status.library,
         "tape": status.tape,
         "state": status.state.value,
         "reason": status.reason,
@@ -109,58 +127,74 @@ def tape_show(tape: TapeName) -> None:
     typer.echo(json.dumps(document, indent=2))
 
 
-def _change_tape(tape: str, state: TapeState, reason: str, effect: str) -> None:
+def _change_tape(tape: str, library: str | None, state: TapeState, reason: str, effect: str) -> None:
     from carousel.media_admin import tapes  # noqa: PLC0415
 
-    with naming_the_field(), configured_library() as library, session_of(load_settings()) as session:
+    with naming_the_field(), configured_library() as site, session_of(load_settings()) as session:
         done = tapes.change_tape(
-            session, library, SystemClock(), tape=tape, state=state, reason=reason, who=local_user()
+            session,
+            site,
+            SystemClock(),
+            tape=tape,
+            state=state,
+            reason=reason,
+            who=local_user(),
+            library=library,
         )
-    out.print(f"tape {done.status.tape} is {done.status.state.value}: {effect}", markup=False)
+    status = done.status
+    out.print(f"tape {status.tape}{_in(status.library)} is {status.state.value}: {effect}", markup=False)
 
 
 @tape_app.command("disable")
-def tape_disable(tape: TapeName, reason: Reason) -> None:
+def tape_disable(tape: TapeName, reason: Reason, library: Library = None) -> None:
     """Do not mount TAPE: its files wait (tape_disabled) until it is enabled."""
     from carousel.domain.media import TapeState  # noqa: PLC0415
 
-    _change_tape(tape, TapeState.DISABLED, reason, "its files wait until it is enabled")
+    _change_tape(tape, library, TapeState.DISABLED, reason, "its files wait until it is enabled")
 
 
 @tape_app.command("break")
-def tape_break(tape: TapeName, reason: Reason) -> None:
-    """TAPE is broken: its queued files fail with REASON at the scheduler's next cycle."""
+def tape_break(tape: TapeName, reason: Reason, library: Library = None) -> None:
+    """TAPE is broken: its queued files fail with REASON at the scheduler's next cycle (or, on a site of
+    several libraries, are read from another library's copy where there is one)."""
     from carousel.domain.media import TapeState  # noqa: PLC0415
 
-    _change_tape(tape, TapeState.BROKEN, reason, "its queued files fail at the next cycle")
+    _change_tape(
+        tape,
+        library,
+        TapeState.BROKEN,
+        reason,
+        "its queued files fail (or go to another copy) at the next cycle",
+    )
 
 
 @tape_app.command("enable")
-def tape_enable(tape: TapeName, reason: Reason) -> None:
+def tape_enable(tape: TapeName, reason: Reason, library: Library = None) -> None:
     """TAPE is active again: its waiting files are planned from the next cycle on."""
     from carousel.domain.media import TapeState  # noqa: PLC0415
 
-    _change_tape(tape, TapeState.ACTIVE, reason, "its files are planned from the next cycle on")
+    _change_tape(tape, library, TapeState.ACTIVE, reason, "its files are planned from the next cycle on")
 
 
 # --- drives ---------------------------------------------------------------------------------------------
 
 
 @drive_app.command("list")
-def drive_list() -> None:
-    """The library's drives, as admins want them (up unless taken down)."""
+def drive_list(library: Library = None) -> None:
+    """Every library's drives (or --library's), as admins want them (up unless taken down)."""
     from carousel.media_admin import drives  # noqa: PLC0415
 
-    with naming_the_field(), configured_library() as library, session_of(load_settings()) as session:
-        statuses = drives.list_drives(session, library)
+    with naming_the_field(), configured_library() as site, session_of(load_settings()) as session:
+        statuses = drives.list_drives(session, site, library)
     if not statuses:
         out.print("the library lets carousel take none of its drives down")
         return
     table = Table(show_edge=False)
-    for column in ("drive", "state", "mode", "since", "by", "why"):
+    for column in ("library", "drive", "state", "mode", "since", "by", "why"):
         table.add_column(column)
     for status in statuses:
         table.add_row(
+            status.library,
             status.drive,
             status.state.value,
             status.mode.value if status.mode is not None else "",
@@ -178,42 +212,48 @@ def drive_down(
     now: Annotated[
         bool, typer.Option("--now", help="stop at once (the read in progress is read again elsewhere)")
     ] = False,
+    library: Library = None,
 ) -> None:
     """Take DRIVE down after its current mount (or --now); it takes no new mount until it is up."""
     from carousel.domain.media import DownMode, DriveState  # noqa: PLC0415
     from carousel.media_admin import drives  # noqa: PLC0415
 
     mode = DownMode.NOW if now else DownMode.AFTER_MOUNT
-    with naming_the_field(), configured_library() as library, session_of(load_settings()) as session:
-        drives.change_drive(
+    with naming_the_field(), configured_library() as site, session_of(load_settings()) as session:
+        done = drives.change_drive(
             session,
-            library,
+            site,
             SystemClock(),
             drive=drive,
             state=DriveState.DOWN,
             mode=mode,
             reason=reason,
             who=local_user(),
+            library=library,
         )
     when = "at once" if now else "after its current mount"
-    out.print(f"drive {drive} goes down {when}, at the scheduler's next cycle", markup=False)
+    out.print(
+        f"drive {drive}{_in(done.status.library)} goes down {when}, at the scheduler's next cycle",
+        markup=False,
+    )
 
 
 @drive_app.command("up")
-def drive_up(drive: DriveName, reason: Reason) -> None:
+def drive_up(drive: DriveName, reason: Reason, library: Library = None) -> None:
     """Bring DRIVE up again: it takes mounts from the scheduler's next cycle on."""
     from carousel.domain.media import DriveState  # noqa: PLC0415
     from carousel.media_admin import drives  # noqa: PLC0415
 
-    with naming_the_field(), configured_library() as library, session_of(load_settings()) as session:
-        drives.change_drive(
+    with naming_the_field(), configured_library() as site, session_of(load_settings()) as session:
+        done = drives.change_drive(
             session,
-            library,
+            site,
             SystemClock(),
             drive=drive,
             state=DriveState.UP,
             mode=None,
             reason=reason,
             who=local_user(),
+            library=library,
         )
-    out.print(f"drive {drive} comes up at the scheduler's next cycle", markup=False)
+    out.print(f"drive {drive}{_in(done.status.library)} comes up at the scheduler's next cycle", markup=False)

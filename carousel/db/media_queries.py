@@ -1,7 +1,8 @@
 """The SQL of tapes and drives as operators set them: tape states (with the library's count of failed mounts),
 the states admins want drives in, and the audit trail of both.
 
-Callers own the transaction; nothing here commits.
+A tape is (library, tape) and a drive (library, drive) (docs/decisions.md §17): every read and write names
+the library. Callers own the transaction; nothing here commits.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, and_, exists, func, select, update
 from sqlalchemy.orm import Session
 
 from carousel.db.completion_queries import finish_file
@@ -34,37 +35,45 @@ F = QueuedFileRow
 # --- tapes ----------------------------------------------------------------------------------------------
 
 
-def tape_row(session: Session, tape: str, *, for_update: bool = False) -> TapeStateRow | None:
+TapeKey = tuple[str, str]  # (library, tape)
+
+
+def tape_row(session: Session, library: str, tape: str, *, for_update: bool = False) -> TapeStateRow | None:
     """The tape's row (None: it was never changed, so it is active). `for_update` makes two changes of one
     tape take turns (PostgreSQL; SQLite has one writer at a time anyway)."""
-    statement = select(TapeStateRow).where(TapeStateRow.tape == tape)
+    statement = select(TapeStateRow).where(TapeStateRow.library == library, TapeStateRow.tape == tape)
     if for_update:
         statement = statement.with_for_update()
     return session.scalars(statement).one_or_none()
 
 
-def tape_status(session: Session, tape: str) -> TapeStatus:
-    row = tape_row(session, tape)
-    return _status(row) if row is not None else TapeStatus(tape, TapeState.ACTIVE, None, None, None)
+def tape_status(session: Session, library: str, tape: str) -> TapeStatus:
+    row = tape_row(session, library, tape)
+    if row is None:
+        return TapeStatus(tape, TapeState.ACTIVE, None, None, None, library=library)
+    return _status(row)
 
 
-def tape_in_queue(session: Session, tape: str) -> bool:
+def tape_in_queue(session: Session, library: str, tape: str) -> bool:
     """Whether any file the service was asked for is on this tape (in any state)."""
-    return session.scalar(select(F.id).where(F.tape == tape).limit(1)) is not None
+    found = select(F.id).where(F.library == library, F.tape == tape).limit(1)
+    return session.scalar(found) is not None
 
 
-def files_by_state(session: Session, tape: str) -> dict[str, int]:
-    rows = session.execute(select(F.state, func.count()).where(F.tape == tape).group_by(F.state))
+def files_by_state(session: Session, library: str, tape: str) -> dict[str, int]:
+    rows = session.execute(
+        select(F.state, func.count()).where(F.library == library, F.tape == tape).group_by(F.state)
+    )
     return {state: count for state, count in rows}
 
 
 def save_tape_state(
-    session: Session, tape: str, state: TapeState, *, reason: str, at: datetime, who: str
+    session: Session, library: str, tape: str, state: TapeState, *, reason: str, at: datetime, who: str
 ) -> None:
     """Sets the tape's state; back to active, its count of failed mounts starts again."""
-    row = tape_row(session, tape)
+    row = tape_row(session, library, tape)
     if row is None:
-        row = TapeStateRow(tape=tape, failed_mounts=0)
+        row = TapeStateRow(library=library, tape=tape, failed_mounts=0)
         session.add(row)
     row.state, row.reason, row.changed_at, row.changed_by = state.value, reason, at, who
     if state is TapeState.ACTIVE:
@@ -72,43 +81,76 @@ def save_tape_state(
     session.flush()
 
 
-def tape_statuses(session: Session) -> list[TapeStatus]:
-    """Every tape whose state was ever set or that failed a mount, by name."""
-    return [_status(row) for row in session.scalars(select(TapeStateRow).order_by(TapeStateRow.tape))]
+def tape_statuses(session: Session, library: str | None = None) -> list[TapeStatus]:
+    """Every tape whose state was ever set or that failed a mount, by library and name (`library`: its
+    tapes only)."""
+    statement = select(TapeStateRow).order_by(TapeStateRow.library, TapeStateRow.tape)
+    if library is not None:
+        statement = statement.where(TapeStateRow.library == library)
+    return [_status(row) for row in session.scalars(statement)]
 
 
-def held_tapes(session: Session) -> dict[str, str]:
-    """Tapes the plan leaves out (disabled, broken), with the words their waiting files give."""
-    rows = session.execute(
-        select(TapeStateRow.tape, TapeStateRow.state, TapeStateRow.reason).where(
-            TapeStateRow.state.in_(HELD_STATES)
+def libraries_with_state(session: Session, tape: str) -> list[str]:
+    """The libraries where a tape of this name has a recorded state."""
+    found = select(TapeStateRow.library).where(TapeStateRow.tape == tape)
+    return list(session.scalars(found))
+
+
+def libraries_with_files(session: Session, tape: str) -> list[str]:
+    """The libraries where a file the service was asked for is on a tape of this name."""
+    return list(session.scalars(select(F.library).where(F.tape == tape).distinct()))
+
+
+def held_tapes(session: Session, library: str | None = None) -> dict[str, str]:
+    """Tapes the plan leaves out (disabled, broken), with the words their waiting files give: `library`'s
+    (None: every library's, the same name in two taken as one)."""
+    statement = select(TapeStateRow.tape, TapeStateRow.state, TapeStateRow.reason).where(
+        TapeStateRow.state.in_(HELD_STATES)
+    )
+    if library is not None:
+        statement = statement.where(TapeStateRow.library == library)
+    return {tape: held_words(TapeState(state), reason) for tape, state, reason in session.execute(statement)}
+
+
+def on_held_tape() -> ColumnElement[bool]:
+    """A file's (library, tape) is held (disabled or broken): the claim's and the take-back's filter."""
+    return exists().where(
+        and_(
+            TapeStateRow.library == F.library,
+            TapeStateRow.tape == F.tape,
+            TapeStateRow.state.in_(HELD_STATES),
         )
     )
-    return {tape: held_words(TapeState(state), reason) for tape, state, reason in rows}
 
 
-def broken_tapes(session: Session) -> dict[str, str | None]:
-    rows = session.execute(
-        select(TapeStateRow.tape, TapeStateRow.reason).where(TapeStateRow.state == TapeState.BROKEN.value)
+def broken_tapes(session: Session, library: str | None = None) -> dict[TapeKey, str | None]:
+    """(library, tape) -> the reason, of broken tapes (`library`: its own only)."""
+    statement = select(TapeStateRow.library, TapeStateRow.tape, TapeStateRow.reason).where(
+        TapeStateRow.state == TapeState.BROKEN.value
     )
-    return dict(rows.all())
+    if library is not None:
+        statement = statement.where(TapeStateRow.library == library)
+    return {(lib, tape): reason for lib, tape, reason in session.execute(statement)}
 
 
-def queued_on(session: Session, tapes: Collection[str]) -> list[tuple[int, str, str]]:
-    """(file id, path, tape) of the queued files of these tapes."""
-    if not tapes:
-        return []
-    rows = session.execute(
-        select(F.id, F.path, F.tape).where(F.tape.in_(list(tapes)), F.state == FileState.QUEUED.value)
-    )
-    return [(file_id, path, tape) for file_id, path, tape in rows if tape is not None]
+def queued_on(session: Session, tapes: Collection[TapeKey]) -> list[tuple[int, str, str, str]]:
+    """(file id, path, library, tape) of the queued files of these tapes."""
+    found: list[tuple[int, str, str, str]] = []
+    for library in sorted({lib for lib, _ in tapes}):
+        names = sorted(tape for lib, tape in tapes if lib == library)
+        rows = session.execute(
+            select(F.id, F.path, F.tape)
+            .where(F.library == library, F.tape.in_(names), F.state == FileState.QUEUED.value)
+            .order_by(F.id)
+        )
+        found.extend((file_id, path, library, tape) for file_id, path, tape in rows if tape is not None)
+    return found
 
 
 def waiting_at_library(session: Session, limit: int, library: str | None = None) -> list[int]:
     """Files of held tapes handed to the library and not started there: to take back before it mounts the
     tape for them. With `library`, that library's files only (its adapter is the one asked)."""
-    held = select(TapeStateRow.tape).where(TapeStateRow.state.in_(HELD_STATES))
-    query = select(F.id).where(F.state == FileState.SUBMITTED.value, F.started_at.is_(None), F.tape.in_(held))
+    query = select(F.id).where(F.state == FileState.SUBMITTED.value, F.started_at.is_(None), on_held_tape())
     if library is not None:
         query = query.where(F.library == library)
     return list(session.scalars(query.order_by(F.id).limit(limit)))
@@ -124,20 +166,33 @@ def fail_queued(session: Session, reasons: Mapping[int, str], at: datetime) -> i
     return failed
 
 
-def count_failed_mount(session: Session, tape: str) -> int:
+def move_to_copy(
+    session: Session, file_id: int, *, library: str, tape: str, position_bytes: int, size_bytes: int
+) -> int:
+    """A queued file of a broken tape read from another copy instead: its library, tape and position, as a
+    lookup writes them (the tape queues follow by their triggers). Returns 1 when it moved."""
+    result = session.execute(
+        update(F)
+        .where(F.id == file_id, F.state == FileState.QUEUED.value)
+        .values(library=library, tape=tape, position_bytes=position_bytes, size_bytes=size_bytes)
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
+
+
+def count_failed_mount(session: Session, library: str, tape: str) -> int:
     """One more failed mount of `tape` in a row; returns the count."""
-    row = tape_row(session, tape, for_update=True)
+    row = tape_row(session, library, tape, for_update=True)
     if row is None:
-        row = TapeStateRow(tape=tape, state=TapeState.ACTIVE.value, failed_mounts=0)
+        row = TapeStateRow(library=library, tape=tape, state=TapeState.ACTIVE.value, failed_mounts=0)
         session.add(row)
     row.failed_mounts += 1
     session.flush()
     return row.failed_mounts
 
 
-def count_good_mount(session: Session, tape: str) -> None:
+def count_good_mount(session: Session, library: str, tape: str) -> None:
     """The tape mounted: its failed mounts are no longer in a row."""
-    row = tape_row(session, tape)
+    row = tape_row(session, library, tape)
     if row is not None and row.failed_mounts:
         row.failed_mounts = 0
         session.flush()
@@ -151,33 +206,38 @@ def _status(row: TapeStateRow) -> TapeStatus:
         changed_at=row.changed_at,
         changed_by=row.changed_by,
         failed_mounts=row.failed_mounts,
+        library=row.library,
     )
 
 
 # --- drives ---------------------------------------------------------------------------------------------
 
 
-def drive_row(session: Session, drive: str, *, for_update: bool = False) -> DriveStateRow | None:
-    statement = select(DriveStateRow).where(DriveStateRow.drive == drive)
+def drive_row(
+    session: Session, library: str, drive: str, *, for_update: bool = False
+) -> DriveStateRow | None:
+    statement = select(DriveStateRow).where(DriveStateRow.library == library, DriveStateRow.drive == drive)
     if for_update:
         statement = statement.with_for_update()
     return session.scalars(statement).one_or_none()
 
 
-def drive_status(session: Session, drive: str) -> DriveStatus:
-    row = drive_row(session, drive)
-    return _drive(row) if row is not None else DriveStatus(drive, DriveState.UP, None, None, None, None)
+def drive_status(session: Session, library: str, drive: str) -> DriveStatus:
+    row = drive_row(session, library, drive)
+    if row is None:
+        return DriveStatus(drive, DriveState.UP, None, None, None, None, library=library)
+    return _drive(row)
 
 
-def drive_statuses(session: Session) -> dict[str, DriveStatus]:
-    """Every drive whose state an admin set, by name (the others are up)."""
-    return {
-        row.drive: _drive(row) for row in session.scalars(select(DriveStateRow).order_by(DriveStateRow.drive))
-    }
+def drive_statuses(session: Session, library: str) -> dict[str, DriveStatus]:
+    """Every drive of `library` whose state an admin set, by name (the others are up)."""
+    statement = select(DriveStateRow).where(DriveStateRow.library == library).order_by(DriveStateRow.drive)
+    return {row.drive: _drive(row) for row in session.scalars(statement)}
 
 
 def save_drive_state(
     session: Session,
+    library: str,
     drive: str,
     state: DriveState,
     mode: DownMode | None,
@@ -186,9 +246,9 @@ def save_drive_state(
     at: datetime,
     who: str,
 ) -> None:
-    row = drive_row(session, drive)
+    row = drive_row(session, library, drive)
     if row is None:
-        row = DriveStateRow(drive=drive)
+        row = DriveStateRow(library=library, drive=drive)
         session.add(row)
     row.state, row.mode = state.value, mode.value if mode is not None else None
     row.reason, row.changed_at, row.changed_by = reason, at, who
@@ -203,6 +263,7 @@ def _drive(row: DriveStateRow) -> DriveStatus:
         reason=row.reason,
         changed_at=row.changed_at,
         changed_by=row.changed_by,
+        library=row.library,
     )
 
 
@@ -215,13 +276,21 @@ def add_media_audit(
     at: datetime,
     who: str,
     kind: MediaKind,
+    library: str,
     name: str,
     old_state: str,
     new_state: str,
     reason: str,
 ) -> MediaAuditEntry:
     row = MediaAudit(
-        at=at, who=who, kind=kind.value, name=name, old_state=old_state, new_state=new_state, reason=reason
+        at=at,
+        who=who,
+        kind=kind.value,
+        library=library,
+        name=name,
+        old_state=old_state,
+        new_state=new_state,
+        reason=reason,
     )
     session.add(row)
     session.flush()
@@ -250,4 +319,5 @@ def _entry(row: MediaAudit) -> MediaAuditEntry:
         old_state=row.old_state,
         new_state=row.new_state,
         reason=row.reason,
+        library=row.library,
     )

@@ -390,6 +390,10 @@ class TapeStateRow(Base):
         CheckConstraint("failed_mounts >= 0", name="failed_mounts"),
     )
 
+    # the library holding it (migration 0014): the same name in two libraries is two tapes
+    library: Mapped[str] = mapped_column(
+        String(LIBRARY_LENGTH), primary_key=True, default=DEFAULT_LIBRARY, server_default=DEFAULT_LIBRARY
+    )
     tape: Mapped[str] = mapped_column(String(64), primary_key=True)
     state: Mapped[str] = mapped_column(String(16))
     reason: Mapped[str | None] = mapped_column(Text, default=None)
@@ -409,6 +413,10 @@ class DriveStateRow(Base):
         CheckConstraint(f"mode IS NULL OR mode IN ({_in(DownMode)})", name="mode"),
     )
 
+    # the library holding it (migration 0014): the same name in two libraries is two drives
+    library: Mapped[str] = mapped_column(
+        String(LIBRARY_LENGTH), primary_key=True, default=DEFAULT_LIBRARY, server_default=DEFAULT_LIBRARY
+    )
     drive: Mapped[str] = mapped_column(String(64), primary_key=True)
     state: Mapped[str] = mapped_column(String(16))
     mode: Mapped[str | None] = mapped_column(String(16), default=None)
@@ -428,6 +436,9 @@ class MediaAudit(Base):
     at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)
     who: Mapped[str] = mapped_column(String(256))
     kind: Mapped[str] = mapped_column(String(8))
+    library: Mapped[str] = mapped_column(  # migration 0014
+        String(LIBRARY_LENGTH), default=DEFAULT_LIBRARY, server_default=DEFAULT_LIBRARY
+    )
     name: Mapped[str] = mapped_column(String(64))
     old_state: Mapped[str] = mapped_column(String(32))
     new_state: Mapped[str] = mapped_column(String(32))

@@ -35,6 +35,7 @@ from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from carousel.db.demand_assembly import DemandAssembly
 from carousel.db.lock_order import lock_files
+from carousel.db.media_queries import on_held_tape
 from carousel.db.models import (
     QueuedFileRow,
     Recall,
@@ -42,14 +43,12 @@ from carousel.db.models import (
     StageRequest,
     TapeQueue,
     TapeQueueKind,
-    TapeStateRow,
     UtcDateTime,
 )
 from carousel.db.state_sets import one_of, values
 from carousel.db.tape_queue_queries import chunks, fold, tape_queues_version
 from carousel.domain.buffer import fitting
 from carousel.domain.libraries import DEFAULT_LIBRARY
-from carousel.domain.media import HELD_STATES
 from carousel.domain.planning import ReadOrder, Selection
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand
 from carousel.domain.states import (
@@ -172,7 +171,7 @@ def _candidates(
 ) -> Select[Any]:
     query = select(*columns).where(F.state.in_(values(CLAIM.sources)), F.tape.is_not(None), _due(now))
     # never a file of a tape an admin holds back, whatever the plan said (the state may have changed since)
-    query = query.where(F.tape.not_in(select(TapeStateRow.tape).where(TapeStateRow.state.in_(HELD_STATES))))
+    query = query.where(~on_held_tape())
     query = query.where(*_of_library(F.library, library))  # a selection of any tape stays in the library
     if selection.tape is not None:
         query = query.where(F.tape == selection.tape)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.planning import Plan
 
 MAX_MEDIA_REASON_LENGTH = 1000
@@ -58,6 +59,7 @@ class TapeStatus:
     changed_at: datetime | None
     changed_by: str | None
     failed_mounts: int = 0  # consecutive mounts the library reported failed (a mount that works resets it)
+    library: str = DEFAULT_LIBRARY  # the library holding it: a tape is (library, tape)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +70,7 @@ class DriveStatus:
     reason: str | None
     changed_at: datetime | None
     changed_by: str | None
+    library: str = DEFAULT_LIBRARY  # the library holding it: a drive is (library, drive)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,7 @@ class MediaAuditEntry:
     old_state: str
     new_state: str
     reason: str
+    library: str = DEFAULT_LIBRARY  # the tape's or drive's library
 
 
 ACTIVE_TAPE_STATE = TapeState.ACTIVE

@@ -216,6 +216,7 @@ class Cycle:
             clock,
             break_after_failed_mounts=settings.media.break_after_failed_mounts,
             library=self.library,
+            lookup=self.site.lookup,
         )
         # the library's events, applied as they arrive by the pump and at each cycle's events step
         self.live = LiveEvents(

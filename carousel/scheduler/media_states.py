@@ -6,11 +6,14 @@
 - held tapes (disabled, broken): files handed to the library before the change and not started there are
   taken back (cancelled at the library, queued again), so the library does not read them while the tape is
   held; those it has started are read;
-- broken tapes: their queued files fail with the tape's reason, unless another copy can be read
-  (`carousel.scheduler.other_copies`);
+- broken tapes: their queued files are moved to another copy where the site holds one on a tape that is not
+  broken (`carousel.scheduler.other_copies`), else fail with the tape's reason;
 - drives: each admin's change is handed to the adapter once per leadership term (a new leader hands over
   every recorded state again, as its library may have restarted); a change the adapter refuses is tried
   again at the next cycle.
+
+Everything is per library (a tape is (library, tape), a drive (library, drive)): each library's cycle counts
+its own mounts, takes back and fails its own files and hands its own drives to its own adapter.
 
 Disabled tapes need nothing here: the queue store leaves them out of every snapshot (they wait, saying why).
 """
@@ -28,8 +31,9 @@ from carousel.db import media_queries as m
 from carousel.db.engine import run_transaction
 from carousel.db.queue_queries import settle_cancelled
 from carousel.domain.clock import Clock
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.media import SERVICE_WHO, DownMode, DriveState, DriveStatus, MediaKind, TapeState
-from carousel.scheduler.other_copies import another_copy
+from carousel.scheduler.other_copies import OtherCopy, other_copies
 from hsm_adapters.base import ControlsDrives, DriveCommand, Event, EventKind, HsmAdapter
 
 log = structlog.get_logger(__name__)
@@ -42,6 +46,7 @@ class MediaReport:
     failed_mounts: int = 0  # mount failures the library reported this cycle
     broken_by_service: list[str] = field(default_factory=list)  # tapes set broken after failed mounts
     failed_files: int = 0  # queued files of broken tapes failed
+    moved_files: int = 0  # queued files of broken tapes moved to another library's copy
     taken_back: int = 0  # files of held tapes the library gave back before starting them (queued again)
     drive_changes: list[str] = field(default_factory=list)  # "drive03 down_now", handed to the adapter
     errors: list[str] = field(default_factory=list)
@@ -66,11 +71,13 @@ class MediaStates:
         clock: Clock,
         *,
         break_after_failed_mounts: int,
-        library: str | None = None,
+        library: str = DEFAULT_LIBRARY,
+        lookup: HsmAdapter | None = None,
     ) -> None:
         self.session_factory = session_factory
-        # on a site of several, this library's files and drives only (None: every file, every drive)
+        # this library's tapes, files and drives only (a site of several: each library's cycle its own)
         self.library = library
+        self.lookup = lookup  # the site's lookup, where another copy of a broken tape's file is found
         self.adapter = adapter
         self.clock = clock
         self.break_after = break_after_failed_mounts
@@ -103,9 +110,7 @@ class MediaStates:
             for tape in broken:
                 log.warning("tape set broken after failed mounts", tape=tape, mounts=self.break_after)
         self._take_back(report, now)
-        report.failed_files = run_transaction(
-            self.session_factory, lambda session: _fail_broken(session, now)
-        )
+        self._settle_broken(report, now)
         self._apply_drives(report)
         return report
 
@@ -115,18 +120,21 @@ class MediaStates:
         broken: list[str] = []
         for tape, mounted, reason in mounts:
             if mounted:
-                m.count_good_mount(session, tape)
+                m.count_good_mount(session, self.library, tape)
                 continue
-            count = m.count_failed_mount(session, tape)
-            old = m.tape_status(session, tape).state
+            count = m.count_failed_mount(session, self.library, tape)
+            old = m.tape_status(session, self.library, tape).state
             if self.break_after and count >= self.break_after and old is not TapeState.BROKEN:
                 why = f"the library failed {count} mounts in a row: {reason or 'no reason given'}"
-                m.save_tape_state(session, tape, TapeState.BROKEN, reason=why, at=now, who=SERVICE_WHO)
+                m.save_tape_state(
+                    session, self.library, tape, TapeState.BROKEN, reason=why, at=now, who=SERVICE_WHO
+                )
                 m.add_media_audit(
                     session,
                     at=now,
                     who=SERVICE_WHO,
                     kind=MediaKind.TAPE,
+                    library=self.library,
                     name=tape,
                     old_state=old.value,
                     new_state=TapeState.BROKEN.value,
@@ -155,14 +163,39 @@ class MediaStates:
             self.session_factory, lambda session: settle_cancelled(session, stopped, now)
         )
 
+    def _settle_broken(self, report: MediaReport, now: datetime) -> None:
+        """The queued files of this library's broken tapes: to another copy where one exists, else failed."""
+
+        def read(session: Session) -> tuple[dict[m.TapeKey, str | None], list[tuple[int, str, str, str]]]:
+            broken = m.broken_tapes(session, self.library)
+            return broken, m.queued_on(session, list(broken))
+
+        broken, queued = run_transaction(self.session_factory, read)
+        if not queued:
+            return
+        try:
+            every_broken = run_transaction(
+                self.session_factory, lambda session: list(m.broken_tapes(session))
+            )
+            found = other_copies(self.lookup, [path for _, path, _, _ in queued], every_broken)
+        except Exception as exc:  # the site's lookup failed: the files wait (held) and are asked about again
+            report.errors.append(f"other copies of broken tapes' files: {exc!r}")
+            return
+        settle = [(file, copy) for file, copy in zip(queued, found, strict=True) if not _not_known(copy)]
+        files = [file for file, _ in settle]
+        copies = [copy if isinstance(copy, OtherCopy) else None for _, copy in settle]
+        report.failed_files, report.moved_files = run_transaction(
+            self.session_factory, lambda session: _fail_or_move(session, files, broken, copies, now)
+        )
+
     def _apply_drives(self, report: MediaReport) -> None:
         if not isinstance(self.adapter, ControlsDrives):
             return
-        wanted = run_transaction(self.session_factory, m.drive_statuses)
+        wanted = run_transaction(self.session_factory, lambda s: m.drive_statuses(s, self.library))
         names = set(self.adapter.drive_names())
         for drive, status in wanted.items():
             if drive not in names:
-                continue  # another library's drive (a site of several)
+                continue  # a drive the library no longer names: kept, handed over if it comes back
             command = drive_command(status)
             if self._told.get(drive) is command:
                 continue
@@ -178,13 +211,31 @@ class MediaStates:
             report.drive_changes.append(f"{drive} {command.value}")
 
 
-def _fail_broken(session: Session, now: datetime) -> int:
-    """The queued files of broken tapes fail with their tape's reason, but those another copy can serve."""
-    broken = m.broken_tapes(session)
-    queued = m.queued_on(session, list(broken))
+def _fail_or_move(
+    session: Session,
+    queued: list[tuple[int, str, str, str]],
+    broken: dict[m.TapeKey, str | None],
+    copies: list[OtherCopy | None],
+    now: datetime,
+) -> tuple[int, int]:
+    """Each queued file of a broken tape moved to its other copy, or failed with its tape's reason; returns
+    (failed, moved)."""
     reasons: dict[int, str] = {}
-    for file_id, path, tape in queued:
-        if another_copy(path, tape) is not None:
-            continue  # to be read from the other copy (several libraries: not in this service yet)
-        reasons[file_id] = broken_reason(tape, broken[tape])
-    return m.fail_queued(session, reasons, now) if reasons else 0
+    moved = 0
+    for (file_id, _, library, tape), copy in zip(queued, copies, strict=True):
+        if copy is None:
+            reasons[file_id] = broken_reason(tape, broken[(library, tape)])
+        else:
+            moved += m.move_to_copy(
+                session,
+                file_id,
+                library=copy.library,
+                tape=copy.tape,
+                position_bytes=copy.position_bytes,
+                size_bytes=copy.size_bytes,
+            )
+    return (m.fail_queued(session, reasons, now) if reasons else 0), moved
+
+
+def _not_known(copy: object) -> bool:
+    return copy is not None and not isinstance(copy, OtherCopy)

@@ -1,24 +1,50 @@
-"""Where else a file can be read when its tape is broken: the seam for several libraries.
+"""Where else a file can be read when its tape is broken (docs/decisions.md §15, §17).
 
-A file of a broken tape fails with the tape's reason unless another copy of it can be read. The service
-knows one library today, so there is no other copy and `another_copy` answers None. When files carry the
-library that holds them and a path can have copies in several libraries, this is where the other copy is
-found; the caller (carousel.scheduler.media_states) then leaves the file to be queued for that copy instead
-of failing it.
+A file of a broken tape fails with the tape's reason unless another copy of it can be read: on a site of
+several libraries, the site's lookup (hsm_adapters.site) asks every library and the copy the cost model
+serves soonest among those on a tape that is not broken is chosen; the caller
+(carousel.scheduler.media_states) moves the queued file to that copy (its library, tape and position, the
+write a lookup makes). One library, or a lookup that is not a site's: there is no other copy.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+
+from hsm_adapters.base import HsmAdapter, OnTape
+from hsm_adapters.site import Site
 
 
 @dataclass(frozen=True, slots=True)
 class OtherCopy:
     library: str
     tape: str
+    position_bytes: int
+    size_bytes: int
 
 
-def another_copy(path: str, broken_tape: str) -> OtherCopy | None:
-    """A copy of `path` on a tape other than `broken_tape` that can be read instead; None: there is none
-    (always, with one library)."""
-    return None
+class NotKnownYet:
+    """A library could not say whether it holds a copy: the file waits (its tape is held) and is asked about
+    again at the next cycle, rather than failed while a copy may exist."""
+
+
+NOT_KNOWN_YET = NotKnownYet()
+
+
+def other_copies(
+    lookup: HsmAdapter | None, paths: Sequence[str], broken: Collection[tuple[str, str]]
+) -> list[OtherCopy | NotKnownYet | None]:
+    """For each path, a copy on a tape not in `broken` ((library, tape)) to read instead; None: there is
+    none."""
+    if not isinstance(lookup, Site) or len(lookup.libraries) < 2 or not paths:
+        return [None] * len(paths)
+    found: list[OtherCopy | NotKnownYet | None] = []
+    for answer in lookup.other_copies(paths, set(broken)):
+        if isinstance(answer, OnTape) and answer.library is not None:
+            found.append(OtherCopy(answer.library, answer.tape, answer.position_bytes, answer.size_bytes))
+        elif answer is None:
+            found.append(None)
+        else:
+            found.append(NOT_KNOWN_YET)
+    return found

@@ -81,7 +81,7 @@ class DatabaseQueueStore:
             with collector_held(), transaction(self.session_factory) as session:
                 demand = q.read_demand(session, now, self.assembly, self.library)
                 usage = self._usage(session, now, self.usage_window_s, self.usage_weights)
-                held = held_tapes(session)
+                held = held_tapes(session, self.library)
         except BaseException:
             self.assembly.forget()  # its copy took this transaction's fold, which did not commit
             raise
