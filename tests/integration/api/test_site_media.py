@@ -1,0 +1,214 @@
+"""Tape and drive states on a site of two simulated libraries, through the admin API, on PostgreSQL and
+SQLite, with the site cycle stepped in virtual time: a tape is (library, tape) and a drive (library, drive).
+The same tape ID in both libraries: disabling it in one leaves the other's mounted and read. A broken tape's
+files with a copy in the other library are read from there; those without fail with the admin's reason.
+Drives named alike in both are taken down separately. Bad input (an unknown library, a name in both without
+the library, a tape in no library) is a problem naming the field, and nothing changes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from carousel.config import Settings
+from carousel.config.auth import AuthSettings
+from carousel.db.models import DriveStateRow, MediaAudit, Mount, QueuedFileRow, Recall, TapeStateRow
+from carousel.domain.clock import ManualClock
+from carousel.scheduler.site_cycle import SiteCycle
+from hsm_adapters.simulated.adapter import build_simulated_adapter
+from hsm_adapters.site import Site
+from policies.registry import build_policy
+from tests.integration.api.conftest import SyncApi, assert_problem
+from tests.integration.api.test_auth import Bearer
+from tests.tokens import static_token
+
+GB = 10**9
+ADMIN = "/api/admin/v1"
+NATIVE = "/api/native/v1"
+# per library: path, tape, position. T1 is in both; /both/x is on new's T2 and old's T5 (new, LTO-9, serves
+# it sooner, so it is queued there); /new/only is on new's T2 alone.
+CATALOGUES = {
+    "new": [("/new/a", "T1", 0), ("/both/x", "T2", GB), ("/new/only", "T2", 3 * GB)],
+    "old": [("/old/b", "T1", 0), ("/both/x", "T5", GB)],
+}
+
+
+@pytest.fixture
+def library(clock: ManualClock, tmp_path: Path) -> Iterator[Site]:
+    """The site the API asks (the conftest's `library`, overridden): LTO-9 × 2 and LTO-7 × 2, drives
+    drive00 and drive01 in each."""
+    adapters = {}
+    for name, profile in (("new", "lto9"), ("old", "lto7")):
+        catalogue = tmp_path / f"{name}.csv"
+        lines = "".join(f"{path},{GB},{tape},{position}\n" for path, tape, position in CATALOGUES[name])
+        catalogue.write_text("path,size_bytes,tape,position_bytes\n" + lines)
+        adapters[name] = build_simulated_adapter(
+            {"profile": profile, "drives": 2, "catalogue": str(catalogue)}, clock
+        )
+    site = Site(adapters)
+    yield site
+    site.close()
+
+
+@pytest.fixture
+def admin(make_api: Callable[..., SyncApi]) -> Bearer:
+    token, entry = static_token("ops", admin=True)
+    return Bearer(make_api(anonymous=False, auth=AuthSettings(static_tokens=(entry,)), policy="fifo"), token)
+
+
+def site_cycle(factory: sessionmaker[Session], site: Site, clock: ManualClock) -> SiteCycle:
+    policies = {name: (lambda: build_policy("fifo")) for name in site.libraries}
+    return SiteCycle(Settings(policy="fifo"), factory, site.libraries, policies, clock, lookup=site)
+
+
+def step(cycle: SiteCycle, clock: ManualClock, done: Callable[[], bool], *, max_cycles: int = 300) -> None:
+    for _ in range(max_cycles):
+        cycle.run_once()
+        if done():
+            return
+        clock.advance(1)
+    raise AssertionError(f"not done after {max_cycles} cycles")
+
+
+def submit(admin: Bearer, paths: list[str]) -> None:
+    response = admin.api.request("POST", f"{NATIVE}/requests", json={"paths": paths}, headers=admin.headers)
+    assert response.status_code == 201, response.text
+
+
+def put(admin: Bearer, url: str, body: dict[str, Any], **query: str) -> Any:
+    return admin.api.request("PUT", f"{ADMIN}{url}", json=body, params=query, headers=admin.headers)
+
+
+def files(factory: sessionmaker[Session]) -> dict[str, tuple[str, str, str | None, str | None]]:
+    """path -> (state, library, tape, error)."""
+    with factory() as session:
+        rows = session.execute(
+            select(
+                QueuedFileRow.path,
+                QueuedFileRow.state,
+                QueuedFileRow.library,
+                QueuedFileRow.tape,
+                QueuedFileRow.error,
+            )
+        )
+        return {path: (state, library, tape, error) for path, state, library, tape, error in rows}
+
+
+def mounts(factory: sessionmaker[Session]) -> set[tuple[str, str]]:
+    with factory() as session:
+        return {(lib, tape) for lib, tape in session.execute(select(Mount.library, Mount.tape))}
+
+
+def media_rows(factory: sessionmaker[Session]) -> tuple[int, int, int]:
+    with factory() as session:
+        return tuple(  # type: ignore[return-value]
+            session.scalar(select(func.count()).select_from(t)) or 0
+            for t in (TapeStateRow, DriveStateRow, MediaAudit)
+        )
+
+
+def test_the_same_tape_id_disabled_in_one_library_is_read_in_the_other(
+    admin: Bearer, library: Site, clock: ManualClock, session_factory: sessionmaker[Session]
+) -> None:
+    answer = put(admin, "/tapes/T1/state", {"state": "disabled", "reason": "inspection"}, library="new")
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["tape"]["library"] == "new" and answer.json()["audit"]["library"] == "new"
+    submit(admin, ["/new/a", "/old/b"])
+    cycle = site_cycle(session_factory, library, clock)
+    step(cycle, clock, lambda: files(session_factory)["/old/b"][0] == "STAGED")
+    for _ in range(30):  # long after, new's T1 is untouched
+        cycle.run_once()
+        clock.advance(1)
+    assert files(session_factory)["/new/a"][:3] == ("QUEUED", "new", "T1")
+    assert mounts(session_factory) == {("old", "T1")}
+    listed = admin.get(f"{ADMIN}/tapes").json()["tapes"]
+    assert [(t["library"], t["tape"], t["state"]) for t in listed] == [("new", "T1", "disabled")]
+    shown = admin.get(f"{ADMIN}/tapes/T1", params={"library": "old"}).json()
+    assert (shown["library"], shown["state"], shown["files"]) == ("old", "active", {"STAGED": 1})
+
+    assert (
+        put(admin, "/tapes/T1/state", {"state": "active", "reason": "ok"}, library="new").status_code == 200
+    )
+    step(cycle, clock, lambda: files(session_factory)["/new/a"][0] == "STAGED")
+    assert mounts(session_factory) == {("old", "T1"), ("new", "T1")}
+
+
+def test_a_broken_tapes_files_are_read_from_another_librarys_copy_or_fail_with_the_reason(
+    admin: Bearer, library: Site, clock: ManualClock, session_factory: sessionmaker[Session]
+) -> None:
+    submit(admin, ["/both/x", "/new/only"])
+    assert files(session_factory)["/both/x"][:3] == ("QUEUED", "new", "T2")  # the soonest copy
+    answer = put(admin, "/tapes/T2/state", {"state": "broken", "reason": "snapped leader"})
+    assert answer.status_code == 200, answer.text  # T2 is in one library: `library` may be left out
+    assert answer.json()["tape"]["library"] == "new"
+
+    cycle = site_cycle(session_factory, library, clock)
+    step(cycle, clock, lambda: files(session_factory)["/both/x"][0] == "STAGED")
+    found = files(session_factory)
+    assert found["/both/x"][:3] == ("STAGED", "old", "T5")
+    assert found["/new/only"] == ("FAILED", "new", "T2", "tape T2 is broken: snapped leader")
+    assert mounts(session_factory) == {("old", "T5")}
+    with session_factory() as session:
+        assert set(session.scalars(select(Recall.library))) == {"old"}
+
+
+def test_drives_of_the_same_name_in_two_libraries_are_taken_down_separately(
+    admin: Bearer, library: Site, clock: ManualClock, session_factory: sessionmaker[Session]
+) -> None:
+    listed = admin.get(f"{ADMIN}/drives").json()["drives"]
+    assert [(d["library"], d["drive"]) for d in listed] == [
+        ("new", "drive00"),
+        ("new", "drive01"),
+        ("old", "drive00"),
+        ("old", "drive01"),
+    ]
+    answer = put(admin, "/drives/drive00/state", {"state": "down", "reason": "firmware"}, library="old")
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["drive"]["library"] == "old"
+    site_cycle(session_factory, library, clock).run_once()
+    assert library.libraries["old"].capacity().drives_total == 1
+    assert library.libraries["new"].capacity().drives_total == 2
+    states = {(d["library"], d["drive"]): d["state"] for d in admin.get(f"{ADMIN}/drives").json()["drives"]}
+    assert states == {
+        ("new", "drive00"): "up",
+        ("new", "drive01"): "up",
+        ("old", "drive00"): "down",
+        ("old", "drive01"): "up",
+    }
+    only_old = admin.get(f"{ADMIN}/drives", params={"library": "old"}).json()["drives"]
+    assert {d["library"] for d in only_old} == {"old"}
+
+
+@pytest.mark.parametrize(
+    ("url", "body", "query", "status", "field"),
+    [
+        ("/tapes/T1/state", {"state": "disabled", "reason": "x"}, {"library": "nope"}, 404, "library"),
+        ("/tapes/T1/state", {"state": "disabled", "reason": "x"}, {}, 400, "library"),
+        ("/tapes/T9/state", {"state": "disabled", "reason": "x"}, {}, 404, "tape"),
+        ("/tapes/T2/state", {"state": "disabled", "reason": "x"}, {"library": "old"}, 404, "tape"),
+        ("/drives/drive00/state", {"state": "down", "reason": "x"}, {"library": "nope"}, 404, "library"),
+        ("/drives/drive00/state", {"state": "down", "reason": "x"}, {}, 400, "library"),
+        ("/drives/drive07/state", {"state": "down", "reason": "x"}, {"library": "new"}, 404, "drive"),
+    ],
+)
+def test_bad_input_names_the_field_and_changes_nothing(
+    admin: Bearer,
+    session_factory: sessionmaker[Session],
+    url: str,
+    body: dict[str, Any],
+    query: dict[str, str],
+    status: int,
+    field: str,
+) -> None:
+    submit(admin, ["/new/a", "/old/b"])  # T1 is known in both libraries by their files
+    before = files(session_factory)
+    assert_problem(put(admin, url, body, **query), status, field=field)
+    assert media_rows(session_factory) == (0, 0, 0)
+    assert files(session_factory) == before
+    assert_problem(admin.get(f"{ADMIN}/tapes", params={"library": "nope"}), 404, field="library")
+    assert_problem(admin.get(f"{ADMIN}/tapes/T1"), 400, field="library")
