@@ -98,3 +98,52 @@ def test_the_commands_are_listed() -> None:
     assert code == 0 and all(word in out for word in ("list", "show", "disable", "break", "enable"))
     code, out, _ = cli({}, "drive")
     assert code == 0 and all(word in out for word in ("list", "down", "up"))
+
+
+SITE = """
+[libraries.new]
+adapter_options = { profile = "lto9", drives = 2 }
+
+[libraries.old]
+adapter_options = { profile = "lto7", drives = 2 }
+"""
+
+
+def test_on_a_site_of_two_libraries_a_name_in_both_needs_the_library(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    env = env_for(tmp_path, sqlite_template)
+    config = tmp_path / "carousel.toml"
+    config.write_text(SITE)
+    env["CAROUSEL_CONFIG"] = str(config)
+    # both simulated libraries hold a tape T00001 and name their drives drive00, drive01
+    refused(env, "tape", "disable", "T00001", "--reason", "x", says="library: a tape 'T00001' is in several")
+    refused(
+        env, "tape", "disable", "T00001", "--library", "nope", "--reason", "x", says="library: no library"
+    )
+    refused(env, "drive", "down", "drive00", "--reason", "x", says="library: a drive 'drive00' is in several")
+    assert audit_trail(env) == []
+
+    code, out, err = cli(env, "tape", "disable", "T00001", "--library", "old", "--reason", "inspection")
+    assert code == 0, err
+    assert "tape T00001 (old) is disabled" in out
+    code, out, err = cli(env, "drive", "down", "drive00", "--library", "new", "--reason", "firmware")
+    assert code == 0, err
+    assert "drive drive00 (new) goes down" in out
+    code, out, err = cli(env, "tape", "show", "T00001", "--library", "new")
+    assert code == 0, err
+    assert json.loads(out)["library"] == "new" and json.loads(out)["state"] == "active"
+    code, out, err = cli(env, "drive", "list", "--library", "new")
+    assert code == 0, err
+    assert "old" not in out and "firmware" in out
+
+    engine = make_engine(env["CAROUSEL_DATABASE_URL"])
+    try:
+        with make_session_factory(engine)() as session:
+            rows = session.execute(select(MediaAudit.library, MediaAudit.name, MediaAudit.new_state))
+            assert sorted(tuple(row) for row in rows) == [
+                ("new", "drive00", "down (after_mount)"),
+                ("old", "T00001", "disabled"),
+            ]
+    finally:
+        engine.dispose()
