@@ -53,7 +53,7 @@ def known_drive(adapter: HsmAdapter | None, drive: str, library: str | None = No
             raise
         names = [n for each in libraries.values() for n in drive_names(each)]
         known = f"its drives are {', '.join(names)}" if names else "carousel can take none of its drives down"
-        raise NotFound(f"{exc} ({known})", field="drive") from exc
+        raise NotFound(f"{exc}: {known}", field="drive") from exc
 
 
 def list_drives(
