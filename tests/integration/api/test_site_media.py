@@ -38,19 +38,30 @@ CATALOGUES = {
 }
 
 
-@pytest.fixture
-def library(clock: ManualClock, tmp_path: Path) -> Iterator[Site]:
-    """The site the API asks (the conftest's `library`, overridden): LTO-9 × 2 and LTO-7 × 2, drives
-    drive00 and drive01 in each."""
+def build_site(clock: ManualClock, tmp_path: Path, faults: dict[str, dict[str, Any]] | None = None) -> Site:
+    """LTO-9 × 2 (`new`) and LTO-7 × 2 (`old`), drives drive00 and drive01 in each; `faults` per library."""
     adapters = {}
     for name, profile in (("new", "lto9"), ("old", "lto7")):
         catalogue = tmp_path / f"{name}.csv"
         lines = "".join(f"{path},{GB},{tape},{position}\n" for path, tape, position in CATALOGUES[name])
         catalogue.write_text("path,size_bytes,tape,position_bytes\n" + lines)
-        adapters[name] = build_simulated_adapter(
-            {"profile": profile, "drives": 2, "catalogue": str(catalogue)}, clock
-        )
-    site = Site(adapters)
+        options: dict[str, Any] = {"profile": profile, "drives": 2, "catalogue": str(catalogue)}
+        if faults and name in faults:
+            options["faults"] = faults[name]
+        adapters[name] = build_simulated_adapter(options, clock)
+    return Site(adapters)
+
+
+@pytest.fixture
+def faults() -> dict[str, dict[str, Any]]:
+    return {}
+
+
+@pytest.fixture
+def library(clock: ManualClock, tmp_path: Path, faults: dict[str, dict[str, Any]]) -> Iterator[Site]:
+    """The site the API asks (the conftest's `library`, overridden); a test's `faults` parameter gives a
+    library a fault plan."""
+    site = build_site(clock, tmp_path, faults)
     yield site
     site.close()
 
@@ -61,9 +72,10 @@ def admin(make_api: Callable[..., SyncApi]) -> Bearer:
     return Bearer(make_api(anonymous=False, auth=AuthSettings(static_tokens=(entry,)), policy="fifo"), token)
 
 
-def site_cycle(factory: sessionmaker[Session], site: Site, clock: ManualClock) -> SiteCycle:
+def site_cycle(factory: sessionmaker[Session], site: Site, clock: ManualClock, **extra: Any) -> SiteCycle:
     policies = {name: (lambda: build_policy("fifo")) for name in site.libraries}
-    return SiteCycle(Settings(policy="fifo"), factory, site.libraries, policies, clock, lookup=site)
+    settings = Settings(policy="fifo", **extra)
+    return SiteCycle(settings, factory, site.libraries, policies, clock, lookup=site)
 
 
 def step(cycle: SiteCycle, clock: ManualClock, done: Callable[[], bool], *, max_cycles: int = 300) -> None:
@@ -212,3 +224,39 @@ def test_bad_input_names_the_field_and_changes_nothing(
     assert files(session_factory) == before
     assert_problem(admin.get(f"{ADMIN}/tapes", params={"library": "nope"}), 404, field="library")
     assert_problem(admin.get(f"{ADMIN}/tapes/T1"), 400, field="library")
+
+
+@pytest.mark.parametrize("faults", [{"new": {"bad_cartridges": ["T1"]}}])
+def test_failed_mounts_break_one_librarys_tape_and_not_the_same_id_in_the_other(
+    admin: Bearer, library: Site, clock: ManualClock, session_factory: sessionmaker[Session]
+) -> None:
+    submit(admin, ["/new/a", "/old/b"])
+    cycle = site_cycle(session_factory, library, clock, media={"break_after_failed_mounts": 1})
+    step(cycle, clock, lambda: {f[0] for f in files(session_factory).values()} == {"STAGED", "FAILED"})
+    assert files(session_factory)["/old/b"][:3] == ("STAGED", "old", "T1")
+    with session_factory() as session:
+        rows = session.execute(select(TapeStateRow.library, TapeStateRow.tape, TapeStateRow.state))
+        assert sorted(tuple(row) for row in rows) == [("new", "T1", "broken")]
+        audit = session.execute(select(MediaAudit.who, MediaAudit.library, MediaAudit.name))
+        assert [tuple(row) for row in audit] == [("service", "new", "T1")]
+
+
+@pytest.mark.parametrize("faults", [{"old": {"offline_windows": [{"start_s": 0.0, "end_s": 60.0}]}}])
+def test_a_broken_tapes_file_waits_while_a_library_cannot_say_whether_it_holds_a_copy(
+    admin: Bearer, library: Site, clock: ManualClock, session_factory: sessionmaker[Session]
+) -> None:
+    submit(admin, ["/both/x", "/new/only"])  # old is offline: the lookup takes new's copy
+    assert files(session_factory)["/both/x"][:3] == ("QUEUED", "new", "T2")
+    assert put(admin, "/tapes/T2/state", {"state": "broken", "reason": "snapped"}).status_code == 200
+    cycle = site_cycle(session_factory, library, clock)
+    for _ in range(5):  # old does not answer: neither file is failed while a copy may exist
+        cycle.run_once()
+        clock.advance(1)
+    assert {path: f[:3] for path, f in files(session_factory).items()} == {
+        "/both/x": ("QUEUED", "new", "T2"),
+        "/new/only": ("QUEUED", "new", "T2"),
+    }
+    clock.advance(60)  # old is back
+    step(cycle, clock, lambda: files(session_factory)["/both/x"][0] == "STAGED")
+    assert files(session_factory)["/both/x"][:3] == ("STAGED", "old", "T5")
+    assert files(session_factory)["/new/only"] == ("FAILED", "new", "T2", "tape T2 is broken: snapped")
