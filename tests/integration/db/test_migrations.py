@@ -91,3 +91,39 @@ def test_events_applied_before_0005_get_the_upgrades_time(empty_database_url: UR
         assert columns["event_at"]["nullable"] is False
     finally:
         engine.dispose()
+
+
+def test_tape_and_drive_states_before_0014_belong_to_the_library_default(empty_database_url: URL) -> None:
+    upgrade_to_head(empty_database_url)
+    downgrade_to(empty_database_url, "0013")
+    engine = make_engine(empty_database_url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(
+                text("INSERT INTO tape_states (tape, state, failed_mounts) VALUES ('T1', 'disabled', 0)")
+            )
+            connection.execute(
+                text(
+                    "INSERT INTO drive_states (drive, state, changed_at, changed_by) "
+                    "VALUES ('drive00', 'down', '2026-11-26 00:00:00+00:00', 'ops')"
+                )
+            )
+        upgrade_to_head(empty_database_url)
+        with engine.begin() as connection:
+            tapes = connection.execute(text("SELECT library, tape, state FROM tape_states")).all()
+            drives = connection.execute(text("SELECT library, drive FROM drive_states")).all()
+            # the key is (library, name) now: the same tape ID in another library is a row of its own
+            connection.execute(
+                text(
+                    "INSERT INTO tape_states (library, tape, state, failed_mounts) "
+                    "VALUES ('old', 'T1', 'active', 0)"
+                )
+            )
+            both = connection.execute(text("SELECT count(*) FROM tape_states WHERE tape = 'T1'")).scalar()
+        assert [tuple(row) for row in tapes] == [("default", "T1", "disabled")]
+        assert [tuple(row) for row in drives] == [("default", "drive00")]
+        assert both == 2
+        primary = inspect(engine).get_pk_constraint("drive_states")["constrained_columns"]
+        assert primary == ["library", "drive"]
+    finally:
+        engine.dispose()
