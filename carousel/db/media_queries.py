@@ -133,15 +133,21 @@ def broken_tapes(session: Session, library: str | None = None) -> dict[TapeKey, 
     return {(lib, tape): reason for lib, tape, reason in session.execute(statement)}
 
 
-def queued_on(session: Session, tapes: Collection[TapeKey]) -> list[tuple[int, str, str, str]]:
-    """(file id, path, library, tape) of the queued files of these tapes."""
+def queued_on(
+    session: Session, tapes: Collection[TapeKey], limit: int | None = None
+) -> list[tuple[int, str, str, str]]:
+    """(file id, path, library, tape) of the queued files of these tapes (at most `limit`)."""
     found: list[tuple[int, str, str, str]] = []
     for library in sorted({lib for lib, _ in tapes}):
         names = sorted(tape for lib, tape in tapes if lib == library)
+        left = None if limit is None else limit - len(found)
+        if left is not None and left <= 0:
+            break
         rows = session.execute(
             select(F.id, F.path, F.tape)
             .where(F.library == library, F.tape.in_(names), F.state == FileState.QUEUED.value)
             .order_by(F.id)
+            .limit(left)
         )
         found.extend((file_id, path, library, tape) for file_id, path, tape in rows if tape is not None)
     return found

@@ -33,12 +33,13 @@ from carousel.db.queue_queries import settle_cancelled
 from carousel.domain.clock import Clock
 from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.media import SERVICE_WHO, DownMode, DriveState, DriveStatus, MediaKind, TapeState
-from carousel.scheduler.other_copies import OtherCopy, other_copies
+from carousel.scheduler.other_copies import NotKnownYet, OtherCopy, other_copies
 from hsm_adapters.base import ControlsDrives, DriveCommand, Event, EventKind, HsmAdapter
 
 log = structlog.get_logger(__name__)
 
 TAKE_BACK_PER_CYCLE = 10_000
+SETTLE_PER_CYCLE = 10_000  # queued files of broken tapes looked up, moved or failed in one cycle
 
 
 @dataclass(slots=True)
@@ -168,7 +169,7 @@ class MediaStates:
 
         def read(session: Session) -> tuple[dict[m.TapeKey, str | None], list[tuple[int, str, str, str]]]:
             broken = m.broken_tapes(session, self.library)
-            return broken, m.queued_on(session, list(broken))
+            return broken, m.queued_on(session, list(broken), SETTLE_PER_CYCLE)
 
         broken, queued = run_transaction(self.session_factory, read)
         if not queued:
@@ -181,9 +182,9 @@ class MediaStates:
         except Exception as exc:  # the site's lookup failed: the files wait (held) and are asked about again
             report.errors.append(f"other copies of broken tapes' files: {exc!r}")
             return
-        settle = [(file, copy) for file, copy in zip(queued, found, strict=True) if not _not_known(copy)]
-        files = [file for file, _ in settle]
-        copies = [copy if isinstance(copy, OtherCopy) else None for _, copy in settle]
+        answered = [(f, c) for f, c in zip(queued, found, strict=True) if not isinstance(c, NotKnownYet)]
+        files = [file for file, _ in answered]
+        copies = [copy for _, copy in answered if not isinstance(copy, NotKnownYet)]
         report.failed_files, report.moved_files = run_transaction(
             self.session_factory, lambda session: _fail_or_move(session, files, broken, copies, now)
         )
@@ -235,7 +236,3 @@ def _fail_or_move(
                 size_bytes=copy.size_bytes,
             )
     return (m.fail_queued(session, reasons, now) if reasons else 0), moved
-
-
-def _not_known(copy: object) -> bool:
-    return copy is not None and not isinstance(copy, OtherCopy)
