@@ -109,7 +109,12 @@ class MediaStates:
             report.failed_mounts = sum(1 for _, mounted, _ in mounts if not mounted)
             report.broken_by_service = broken
             for tape in broken:
-                log.warning("tape set broken after failed mounts", tape=tape, mounts=self.break_after)
+                log.warning(
+                    "tape set broken after failed mounts",
+                    library=self.library,
+                    tape=tape,
+                    mounts=self.break_after,
+                )
         self._take_back(report, now)
         self._settle_broken(report, now)
         self._apply_drives(report)
