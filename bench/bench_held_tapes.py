@@ -1,7 +1,8 @@
 """What tapes held back by admins cost a scheduling cycle on PostgreSQL: the cycle of bench_cycle (1,000,000
 queued files over 20,000 tapes) with no tape state recorded, before and after the same cycle with a tenth of
 the tapes disabled, in the same database and the same run (the snapshot then reads `tape_states` and leaves
-those tapes out; every claim refuses files of held tapes by a NOT IN over `tape_states`).
+those tapes out; every claim refuses files of held tapes by a NOT EXISTS over `tape_states`, matching the
+file's library and tape; the tapes are all the library `default`'s).
 
     .venv/bin/python -m bench.bench_held_tapes [--files 1000000] [--tapes 20000] [--held 2000] [--url URL]
 
