@@ -260,3 +260,23 @@ def test_a_broken_tapes_file_waits_while_a_library_cannot_say_whether_it_holds_a
     step(cycle, clock, lambda: files(session_factory)["/both/x"][0] == "STAGED")
     assert files(session_factory)["/both/x"][:3] == ("STAGED", "old", "T5")
     assert files(session_factory)["/new/only"] == ("FAILED", "new", "T2", "tape T2 is broken: snapped")
+
+
+def test_disabling_one_librarys_tape_takes_back_its_files_only(
+    admin: Bearer, library: Site, clock: ManualClock, session_factory: sessionmaker[Session]
+) -> None:
+    submit(admin, ["/new/a", "/old/b"])
+    cycle = site_cycle(session_factory, library, clock)
+    assert cycle.run_once().files_submitted == 2  # handed over; neither library has started them yet
+    assert {f[0] for f in files(session_factory).values()} == {"SUBMITTED"}
+
+    assert (
+        put(admin, "/tapes/T1/state", {"state": "disabled", "reason": "x"}, library="old").status_code == 200
+    )
+    report = cycle.run_once()  # at the same instant: nothing has started at either library
+    assert report.libraries["old"].media is not None and report.libraries["old"].media.taken_back == 1
+    assert report.libraries["new"].media is not None and report.libraries["new"].media.taken_back == 0
+    found = files(session_factory)
+    assert found["/old/b"][0] == "QUEUED" and found["/new/a"][0] == "SUBMITTED"
+    step(cycle, clock, lambda: files(session_factory)["/new/a"][0] == "STAGED")
+    assert files(session_factory)["/old/b"][0] == "QUEUED"
