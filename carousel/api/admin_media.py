@@ -127,10 +127,16 @@ def put_drive_state(
 
 @router.get("/media/audit", response_model=MediaAuditPageOut)
 def get_media_audit(
+    context: Context,
     session: DbSession,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Annotated[str | None, Query(max_length=32)] = None,
     kind: MediaKind | None = None,
+    *,
+    library: LibraryParam = None,
 ) -> MediaAuditPageOut:
-    """Every change of a tape's or drive's state, newest first."""
-    return MediaAuditPageOut.of(audit.media_audit(session, limit=limit, cursor=cursor, kind=kind))
+    """Every change of a tape's or drive's state, newest first (`library`: its tapes' and drives')."""
+    page = audit.media_audit(
+        session, limit=limit, cursor=cursor, kind=kind, library=library, adapter=context.adapter
+    )
+    return MediaAuditPageOut.of(page)

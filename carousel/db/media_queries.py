@@ -304,14 +304,21 @@ def add_media_audit(
 
 
 def media_audit(
-    session: Session, *, limit: int, before_id: int | None = None, kind: MediaKind | None = None
+    session: Session,
+    *,
+    limit: int,
+    before_id: int | None = None,
+    kind: MediaKind | None = None,
+    library: str | None = None,
 ) -> list[MediaAuditEntry]:
-    """Newest first; `before_id` pages back from an entry."""
+    """Newest first; `before_id` pages back from an entry; `library`: its tapes' and drives' only."""
     statement = select(MediaAudit).order_by(MediaAudit.id.desc()).limit(limit)
     if before_id is not None:
         statement = statement.where(MediaAudit.id < before_id)
     if kind is not None:
         statement = statement.where(MediaAudit.kind == kind.value)
+    if library is not None:
+        statement = statement.where(MediaAudit.library == library)
     return [_entry(row) for row in session.scalars(statement)]
 
 

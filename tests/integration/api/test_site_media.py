@@ -194,6 +194,11 @@ def test_drives_of_the_same_name_in_two_libraries_are_taken_down_separately(
     }
     only_old = admin.get(f"{ADMIN}/drives", params={"library": "old"}).json()["drives"]
     assert {d["library"] for d in only_old} == {"old"}
+    trail = admin.get(f"{ADMIN}/media/audit", params={"library": "old"}).json()["entries"]
+    assert [(e["library"], e["name"], e["new_state"]) for e in trail] == [
+        ("old", "drive00", "down (after_mount)")
+    ]
+    assert admin.get(f"{ADMIN}/media/audit", params={"library": "new"}).json()["entries"] == []
 
 
 @pytest.mark.parametrize(
@@ -224,6 +229,7 @@ def test_bad_input_names_the_field_and_changes_nothing(
     assert files(session_factory) == before
     assert_problem(admin.get(f"{ADMIN}/tapes", params={"library": "nope"}), 404, field="library")
     assert_problem(admin.get(f"{ADMIN}/tapes/T1"), 400, field="library")
+    assert_problem(admin.get(f"{ADMIN}/media/audit", params={"library": "nope"}), 404, field="library")
 
 
 @pytest.mark.parametrize("faults", [{"new": {"bad_cartridges": ["T1"]}}])
