@@ -70,3 +70,18 @@ def test_a_site_of_one_library_answers_as_that_library_naming_it(libraries) -> N
 def test_a_site_publishes_the_costs_of_its_one_library_only(libraries) -> None:
     assert published_costs(Site({"old": libraries["old"]})) == libraries["old"].library_costs()
     assert published_costs(Site(libraries)) is None  # two libraries' costs differ
+
+
+def test_another_copy_leaves_out_broken_tapes_and_says_when_it_cannot_know(libraries) -> None:
+    site = Site(libraries)
+    x, z, y = site.other_copies(["/both/x", "/new/z", "/old/y"], {("new", "N1")})
+    assert isinstance(x, OnTape) and (x.library, x.tape, x.position_bytes) == ("old", "O1", GB)
+    assert z is None  # its one copy is on the broken tape
+    assert isinstance(y, OnTape) and y.library == "old"
+    # the same tape ID broken in another library leaves this one's copy alone
+    (x,) = site.other_copies(["/both/x"], {("old", "N1")})
+    assert isinstance(x, OnTape) and x.library == "new"
+    libraries["old"].close()
+    x, z = site.other_copies(["/both/x", "/new/z"], {("new", "N1")})
+    assert isinstance(x, Unknown) and "library old did not answer" in x.reason
+    assert isinstance(z, Unknown)  # old could not say whether it holds /new/z
