@@ -45,6 +45,6 @@ def library_of(
             f"a {what} {name!r} is in several libraries ({', '.join(holding)}): say which", field="library"
         )
     if not holding:
-        where = "the library has" if len(libraries) == 1 else "no library of the site has"
-        raise NotFound(f"{where} no {what} {name!r}", field=what)
+        where = "the library has no" if len(libraries) == 1 else "no library of the site has a"
+        raise NotFound(f"{where} {what} {name!r}", field=what)
     return holding[0]

@@ -52,7 +52,13 @@ def known_tape(session: Session, adapter: HsmAdapter | None, tape: str, library:
     except NotFound as exc:
         if exc.field != "tape":
             raise
-        raise NotFound(f"no tape {tape!r}: no file of it was asked for and {exc}", field="tape") from exc
+        if library is not None:
+            holds_it = f"library {library} does not hold it"
+        elif len(libraries) == 1:
+            holds_it = "the library does not hold it"
+        else:
+            holds_it = "no library of the site holds it"
+        raise NotFound(f"no tape {tape!r}: no file of it was asked for and {holds_it}", field="tape") from exc
 
 
 def show_tape(

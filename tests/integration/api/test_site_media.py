@@ -227,8 +227,15 @@ def test_bad_input_names_the_field_and_changes_nothing(
     assert_problem(put(admin, url, body, **query), status, field=field)
     assert media_rows(session_factory) == (0, 0, 0)
     assert files(session_factory) == before
+
+
+def test_reads_name_the_library_tape_or_drive_they_cannot_find(admin: Bearer) -> None:
+    submit(admin, ["/new/a", "/old/b"])
     assert_problem(admin.get(f"{ADMIN}/tapes", params={"library": "nope"}), 404, field="library")
     assert_problem(admin.get(f"{ADMIN}/tapes/T1"), 400, field="library")
+    assert_problem(admin.get(f"{ADMIN}/tapes/T9"), 404, field="tape", says="no library of the site holds it")
+    unknown_drive = put(admin, "/drives/drive07/state", {"state": "down", "reason": "x"})
+    assert_problem(unknown_drive, 404, field="drive", says="no library of the site has a drive 'drive07'")
     assert_problem(admin.get(f"{ADMIN}/media/audit", params={"library": "nope"}), 404, field="library")
 
 
