@@ -132,7 +132,7 @@ def site_request_outlook(site: SiteProjection, work: RequestWork) -> RequestOutl
     ahead = [o.files_ahead for o in outlooks if o.files_ahead is not None]
     unplanned = sum(o.unplanned for o in outlooks)
     note = None
-    if not etas and work.pending:
+    if not etas and per_library:
         note = next((o.note for o in outlooks if o.note is not None), _NONE_PLACED)
     elif unplanned:
         note = f"{unplanned} file(s) not in the estimate: see waiting"
