@@ -121,18 +121,22 @@ def site_request_outlook(site: SiteProjection, work: RequestWork) -> RequestOutl
         name, projection = next(iter(site.libraries.items()))
         own = _tagged(request_outlook(projection, work), name)
         return replace(own, libraries=(LibraryOutlook(name, own),))
-    empty = Projection(site.now, Plan(), {})  # a library the site no longer names: nothing is placed
+    pending = [(name, own) for name, own in sorted(work.libraries.items()) if own.pending]
     per_library = tuple(
-        LibraryOutlook(name, _tagged(request_outlook(site.libraries.get(name, empty), own), name))
-        for name, own in sorted(work.libraries.items())
-        if own.pending
+        LibraryOutlook(name, _tagged(request_outlook(site.libraries[name], own), name))
+        for name, own in pending
+        if name in site.libraries
     )
-    outlooks = [entry.outlook for entry in per_library]
+    # files the site's libraries do not hold: not looked up yet (their row names the library `default` until
+    # then) or of a library the settings no longer name; nothing places them, and no library is theirs
+    empty = Projection(site.now, Plan(), {})
+    elsewhere = [request_outlook(empty, own) for name, own in pending if name not in site.libraries]
+    outlooks = [entry.outlook for entry in per_library] + elsewhere
     etas = [o.eta for o in outlooks if o.eta is not None]
     ahead = [o.files_ahead for o in outlooks if o.files_ahead is not None]
     unplanned = sum(o.unplanned for o in outlooks)
     note = None
-    if not etas and per_library:
+    if not etas and pending:
         note = next((o.note for o in outlooks if o.note is not None), _NONE_PLACED)
     elif unplanned:
         note = f"{unplanned} file(s) not in the estimate: see waiting"

@@ -1,12 +1,12 @@
 """A request's outlook on a site of several libraries, read from each library's real projection: the same
 tape ID in two libraries is two tapes, the eta the latest library's, the position the smallest, and files
-of a library the site no longer names counted apart, named by their library."""
+no library of the site holds (not looked up yet, or of a library no longer named) counted apart."""
 
 from __future__ import annotations
 
 from carousel.domain.queue import RequestWork
 from carousel.outlook.projection import project
-from carousel.outlook.request_outlook import NOT_PROJECTED
+from carousel.outlook.request_outlook import NOT_PROJECTED, TAPE_UNKNOWN
 from carousel.outlook.site import SiteProjection, site_request_outlook
 from policies.registry import build_policy
 from tests.unit.policies.snapshots import T0, snapshot, tape
@@ -36,13 +36,23 @@ def test_the_same_tape_id_in_two_libraries_is_two_tapes() -> None:
     assert outlook.next_cycle == 5 and outlook.unplanned == 0 and outlook.note is None
 
 
-def test_files_of_a_library_the_site_does_not_name_wait_named_by_their_library() -> None:
-    work = RequestWork(libraries={"a": RequestWork(queued={"T1": 2}), "gone": RequestWork(queued={"X": 1})})
+def test_files_no_library_of_the_site_holds_wait_apart() -> None:
+    work = RequestWork(
+        libraries={
+            "a": RequestWork(queued={"T1": 2}),
+            "gone": RequestWork(queued={"X": 1}),  # a library the settings no longer name
+            "default": RequestWork(tape_unknown=1),  # not looked up yet
+        }
+    )
 
     outlook = site_request_outlook(two_libraries(), work)
 
-    assert [(w.library, w.code, w.files) for w in outlook.waiting] == [("gone", NOT_PROJECTED, 1)]
-    assert outlook.unplanned == 1 and outlook.note == "1 file(s) not in the estimate: see waiting"
+    assert [entry.library for entry in outlook.libraries] == ["a"]
+    assert sorted((w.library, w.code, w.files) for w in outlook.waiting if w.library is None) == [
+        (None, NOT_PROJECTED, 1),
+        (None, TAPE_UNKNOWN, 1),
+    ]
+    assert outlook.unplanned == 2 and outlook.note == "2 file(s) not in the estimate: see waiting"
     assert (
         outlook.eta
         == site_request_outlook(
