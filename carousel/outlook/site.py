@@ -137,7 +137,8 @@ def site_request_outlook(site: SiteProjection, work: RequestWork) -> RequestOutl
     unplanned = sum(o.unplanned for o in outlooks)
     note = None
     if not etas and pending:
-        note = next((o.note for o in outlooks if o.note is not None), _NONE_PLACED)
+        notes = (f"library {e.library}: {e.outlook.note}" for e in per_library if e.outlook.note is not None)
+        note = next(notes, _NONE_PLACED)
     elif unplanned:
         note = f"{unplanned} file(s) not in the estimate: see waiting"
     waiting = sorted(

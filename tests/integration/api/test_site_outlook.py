@@ -1,7 +1,7 @@
 """The outlook and the dry run of a site of two libraries through the API, on PostgreSQL and SQLite: each
 library is projected on its own drives and costs (the slower library's files later), positions count the
-files of the request's own library, a tape ID in both libraries is two tapes, and the dry run reports each
-library beside the site's total."""
+files of the request's own library, a tape ID in both libraries is two tapes, one library offline leaves
+the other's ETAs, and the dry run reports each library beside the site's total."""
 
 from __future__ import annotations
 
@@ -127,3 +127,21 @@ def test_the_dry_run_reports_each_library_and_the_site(admin: Bearer) -> None:
         ("slow", "T2"),
     ]
     assert candidate["waiting_total"] == 3 and candidate["selections"] == []
+
+
+def test_a_library_offline_leaves_the_other_libraries_etas(
+    admin: Bearer, library: Site, clock: ManualClock
+) -> None:
+    request_id = _submit(admin, ["/fast/a", "/slow/b", "/slow/c"])
+    library.libraries["slow"].close()  # a closed adapter answers nothing: as a library that is down
+    clock.advance(1)
+
+    outlook = _outlook(admin, request_id)
+
+    per_library = {entry["library"]: entry for entry in outlook["libraries"]}
+    assert per_library["slow"]["eta"] is None and per_library["slow"]["unplanned"] == 2
+    assert outlook["eta"] == per_library["fast"]["eta"] is not None  # the files it can place
+    assert outlook["waiting"] == [
+        {"code": "library_offline", "files": 2, "reason": outlook["waiting"][0]["reason"], "library": "slow"}
+    ]
+    assert outlook["unplanned"] == 2 and outlook["note"] == "2 file(s) not in the estimate: see waiting"
