@@ -15,6 +15,7 @@ from carousel.api.admin_schemas import (
     DryRunOut,
     HistoryReplayIn,
     HistoryReplayOut,
+    LibraryDryRunOut,
     PassOut,
     PolicyChangeOut,
     PolicyIn,
@@ -31,10 +32,10 @@ from carousel.config.libraries import libraries_of
 from carousel.db.engine import transaction
 from carousel.domain.errors import Conflict
 from carousel.domain.policy_choice import PolicyChoice
-from carousel.outlook.projection import Projection
 from carousel.outlook.reasons import classify
+from carousel.outlook.site import SiteProjection
 from carousel.policy_admin import changes
-from carousel.policy_admin.dry_run import dry_run
+from carousel.policy_admin.dry_run import DryRun, dry_run
 from carousel.policy_admin.history_replay import replay_history
 from policies.registry import available_policies
 
@@ -93,17 +94,28 @@ def get_audit(
 SHOWN = 500  # tapes and passes listed in a dry run; the totals count them all
 
 
-def _projection_out(choice: PolicyChoice, projection: Projection) -> ProjectionOut:
-    plan = projection.plan
-    passes = sorted(projection.passes, key=lambda p: (p.reads_from, p.tape))
+def _projection_out(choice: PolicyChoice, site: SiteProjection) -> ProjectionOut:
+    """The site's projection (each library's tapes named with their library), or one library's."""
+    libraries = site.libraries.items()
+    passes = sorted(
+        ((name, p) for name, own in libraries for p in own.passes),
+        key=lambda e: (e[1].reads_from, e[1].tape, e[0]),
+    )
+    waiting = sorted(
+        (tape, name, reason) for name, own in libraries for tape, reason in own.plan.waiting.items()
+    )
     return ProjectionOut(
         policy=ChoiceOut.of(choice),
-        selections=[SelectionOut(tape=s.tape, max_files=s.max_files, group=s.group) for s in plan.selections],
-        waiting=[
-            WaitingOut(tape=tape, code=classify(reason).value, reason=reason)
-            for tape, reason in sorted(plan.waiting.items())[:SHOWN]
+        selections=[
+            SelectionOut(tape=s.tape, max_files=s.max_files, group=s.group, library=name)
+            for name, own in libraries
+            for s in own.plan.selections
         ],
-        waiting_total=len(plan.waiting),
+        waiting=[
+            WaitingOut(tape=tape, code=classify(reason).value, reason=reason, library=name)
+            for tape, name, reason in waiting[:SHOWN]
+        ],
+        waiting_total=len(waiting),
         passes=[
             PassOut(
                 tape=p.tape,
@@ -113,14 +125,25 @@ def _projection_out(choice: PolicyChoice, projection: Projection) -> ProjectionO
                 reads_from=p.reads_from,
                 done_at=p.done_at,
                 joined=p.joined,
+                library=name,
             )
-            for p in passes[:SHOWN]
+            for name, p in passes[:SHOWN]
         ],
         passes_total=len(passes),
-        plans=projection.plans,
-        complete=projection.complete,
-        drained_at=projection.drained_at,
-        note=projection.note,
+        plans=site.plans,
+        complete=site.complete,
+        drained_at=site.drained_at,
+        note=site.note,
+    )
+
+
+def _library_out(done: DryRun, name: str) -> LibraryDryRunOut:
+    candidate, active = done.under_candidate.libraries[name], done.under_active.libraries[name]
+    return LibraryDryRunOut(
+        library=name,
+        tapes_with_work=len(candidate.tapes),
+        candidate=_projection_out(done.candidate, SiteProjection(candidate.now, {name: candidate})),
+        active=_projection_out(done.active, SiteProjection(active.now, {name: active})),
     )
 
 
@@ -157,9 +180,10 @@ def post_dry_run(body: CandidateIn, context: Context, _slot: DbSlot) -> DryRunOu
     )
     return DryRunOut(
         now=done.under_candidate.now,
-        tapes_with_work=len(done.under_candidate.tapes),
+        tapes_with_work=done.under_candidate.tapes,
         candidate=_projection_out(done.candidate, done.under_candidate),
         active=_projection_out(done.active, done.under_active),
+        libraries=[_library_out(done, name) for name in done.under_candidate.libraries],
     )
 
 

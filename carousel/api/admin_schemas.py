@@ -121,12 +121,14 @@ class SelectionOut(BaseModel):
     tape: str | None
     max_files: int
     group: str | None
+    library: str = Field(default="default", description="the library whose plan it is")
 
 
 class WaitingOut(BaseModel):
     tape: str
     code: str = Field(description="why, as a word: carousel.outlook.reasons.WaitCode (docs/admin.md)")
     reason: str = Field(description="why, in the policy's words")
+    library: str = Field(default="default", description="the library of the tape (a tape is (library, tape))")
 
 
 class PassOut(BaseModel):
@@ -139,6 +141,7 @@ class PassOut(BaseModel):
     reads_from: datetime
     done_at: datetime
     joined: bool = Field(description="files joining a pass of the tape already on a drive")
+    library: str = Field(default="default", description="the library of the tape and its drive")
 
 
 class ProjectionOut(BaseModel):
@@ -154,11 +157,21 @@ class ProjectionOut(BaseModel):
     note: str | None
 
 
+class LibraryDryRunOut(BaseModel):
+    library: str
+    tapes_with_work: int
+    candidate: ProjectionOut = Field(description="this library's projection under the candidate")
+    active: ProjectionOut
+
+
 class DryRunOut(BaseModel):
     now: datetime
-    tapes_with_work: int
-    candidate: ProjectionOut
+    tapes_with_work: int = Field(description="every library's, a tape ID in two libraries counted twice")
+    candidate: ProjectionOut = Field(description="the site's: every library's plans, passes and totals")
     active: ProjectionOut
+    libraries: list[LibraryDryRunOut] = Field(
+        default_factory=list, description="each library's projections, in the settings' order"
+    )
 
 
 class HistoryReplayIn(CandidateIn):

@@ -13,7 +13,7 @@ from carousel.domain.states import TapeRestState
 from carousel.intake.access import ALIAS_MAX_LENGTH, ALIAS_PATTERN, is_request_id
 from carousel.intake.activity import ACTIVITY_MAX_LENGTH, ACTIVITY_PATTERN
 from carousel.intake.model import FileStatus, RequestInfo
-from carousel.outlook.request_outlook import RequestOutlook
+from carousel.outlook.request_outlook import LibraryOutlook, RequestOutlook
 
 # Group names may be WLCG groups, such as "/star/production".
 GroupName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.:@+/-]+$")]
@@ -108,6 +108,32 @@ class OutlookWaitOut(BaseModel):
     )
     files: int = Field(description="files of the request waiting for this reason")
     reason: str = Field(description="the policy's own words, for the tape holding most of these files")
+    library: str | None = Field(default=None, description="the library holding these files")
+
+
+class LibraryOutlookOut(BaseModel):
+    """The request's files in one library, projected on that library's drives and queue."""
+
+    library: str
+    position: int | None = Field(description="files of other work this library reads before the first")
+    eta: datetime | None = Field(description="when the last of them is expected on disk")
+    rough: bool
+    reading: int
+    next_cycle: int
+    unplanned: int
+
+    @classmethod
+    def of(cls, entry: LibraryOutlook) -> LibraryOutlookOut:
+        own = entry.outlook
+        return cls(
+            library=entry.library,
+            position=own.files_ahead,
+            eta=own.eta,
+            rough=own.rough,
+            reading=own.reading,
+            next_cycle=own.next_cycle,
+            unplanned=own.unplanned,
+        )
 
 
 class OutlookOut(BaseModel):
@@ -127,6 +153,10 @@ class OutlookOut(BaseModel):
     unplanned: int = Field(description="pending files the eta does not cover (see waiting)")
     waiting: list[OutlookWaitOut] = Field(description="why its other queued files wait, most files first")
     note: str | None = Field(description="why there is no eta, or what it leaves out")
+    libraries: list[LibraryOutlookOut] = Field(
+        default_factory=list,
+        description="the same figures per library the request has files in (a site of several: docs/api.md)",
+    )
 
     @classmethod
     def of(cls, outlook: RequestOutlook) -> OutlookOut:
@@ -138,8 +168,12 @@ class OutlookOut(BaseModel):
             reading=outlook.reading,
             next_cycle=outlook.next_cycle,
             unplanned=outlook.unplanned,
-            waiting=[OutlookWaitOut(code=w.code, files=w.files, reason=w.reason) for w in outlook.waiting],
+            waiting=[
+                OutlookWaitOut(code=w.code, files=w.files, reason=w.reason, library=w.library)
+                for w in outlook.waiting
+            ],
             note=outlook.note,
+            libraries=[LibraryOutlookOut.of(entry) for entry in outlook.libraries],
         )
 
 

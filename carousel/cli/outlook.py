@@ -1,4 +1,5 @@
-"""`carousel status`'s lines about a request's outlook (docs/cli.md): position, eta, why its files wait."""
+"""`carousel status`'s lines about a request's outlook (docs/cli.md): position, eta, why its files wait; on a
+site of several libraries, each library's position and eta, and the library of each waiting reason."""
 
 from __future__ import annotations
 
@@ -31,8 +32,15 @@ def outlook_lines(outlook: Mapping[str, Any] | None) -> list[str]:
         f"files: {outlook['reading']} with the library, {outlook['next_cycle']} in the next cycle,"
         f" {outlook['unplanned']} not in the estimate"
     )
+    several = len(outlook.get("libraries") or []) > 1  # a site of several: say which library is which
+    if several:
+        for own in outlook["libraries"]:
+            eta = _when(own["eta"]) if own["eta"] is not None else "unknown"
+            ahead = "not placed" if own["position"] is None else f"{own['position']} files ahead"
+            lines.append(f"library {own['library']}: {ahead}, eta {eta}")
     for wait in outlook["waiting"]:
-        lines.append(f"waiting: {wait['files']} files {wait['code']}: {wait['reason']}")
+        where = f" (library {wait['library']})" if several and wait.get("library") else ""
+        lines.append(f"waiting{where}: {wait['files']} files {wait['code']}: {wait['reason']}")
     if outlook["note"]:
         lines.append(f"note: {outlook['note']}")
     lines.append(f"(outlook of {_when(outlook['computed_at'])})")

@@ -18,7 +18,6 @@ from rich.console import Console
 from rich.table import Table
 
 from carousel.config import Settings, library_time_scale, load_settings
-from carousel.config.libraries import sole_adapter
 from carousel.domain.clock import SystemClock
 from carousel.domain.errors import InvalidInput
 from carousel.domain.policy_choice import PolicyChoice
@@ -199,7 +198,9 @@ def dry_run_command(
     options_file: OptionsFile = None,
 ) -> None:
     """What the next cycles would do under POLICY on the live queue, beside the active policy; nothing is
-    dispatched. The library is asked for its health and capacity as the scheduler asks it."""
+    dispatched. Each library is asked for its health and capacity as the scheduler asks it, and planned on
+    its own (a site of several: each library's rows, then the site's)."""
+    from carousel.cli.dry_run_view import dry_run_adapter, dry_run_table  # noqa: PLC0415
     from carousel.db.engine import transaction  # noqa: PLC0415
     from carousel.policy_admin import changes  # noqa: PLC0415
     from carousel.policy_admin.dry_run import dry_run  # noqa: PLC0415
@@ -210,28 +211,13 @@ def dry_run_command(
         with transaction(factory) as session:
             active = changes.active_settings(session, settings).choice
         candidate = _candidate(name, options, options_file, active)
-        adapter = sole_adapter(settings, clock)
+        adapter = dry_run_adapter(settings, clock)
         try:
             done = dry_run(settings, factory, adapter, clock, candidate=candidate, active=active)
         finally:
             adapter.close()
-    table = Table(show_edge=False)
-    for column in ("policy", "next cycle mounts", "tapes waiting", "plans", "queue drained at"):
-        table.add_column(column)
-    for label, choice, projection in (
-        ("candidate", done.candidate, done.under_candidate),
-        ("active", done.active, done.under_active),
-    ):
-        drained = projection.drained_at.isoformat(timespec="seconds") if projection.drained_at else "-"
-        table.add_row(
-            f"{label}: {choice.policy}",
-            str(len(projection.plan.selections)),
-            str(len(projection.plan.waiting)),
-            f"{projection.plans}{'' if projection.complete else ' (rough beyond)'}",
-            drained,
-        )
-    out.print(f"{len(done.under_candidate.tapes)} tapes with work at {done.under_candidate.now.isoformat()}")
-    out.print(table)
+    out.print(f"{done.under_candidate.tapes} tapes with work at {done.under_candidate.now.isoformat()}")
+    out.print(dry_run_table(done))
 
 
 @policy_app.command("replay")

@@ -65,6 +65,8 @@ class RequestWork:
     retry_due_at: datetime | None = None  # when the last of them is due again
     tape_unknown: int = 0
     unknown_reason: str | None = None  # what the library said of one of them
+    # the same files per library (a tape is (library, tape)); the fields above add them up across libraries
+    libraries: Mapping[str, RequestWork] = field(default_factory=dict)
 
     @property
     def pending(self) -> int:

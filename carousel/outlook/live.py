@@ -1,5 +1,6 @@
 """The outlook of the live queue: the queue projected under a policy from the scheduler's own snapshot, and a
-request's outlook read off the shared projection (carousel.outlook.shared)."""
+request's outlook read off the shared projection (carousel.outlook.shared), each library's on a site of
+several (carousel.outlook.site)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from carousel.db.outlook_queries import request_work
 from carousel.domain.clock import Clock
 from carousel.domain.queue import RequestWork
 from carousel.outlook.projection import Projection, project
-from carousel.outlook.request_outlook import RequestOutlook, request_outlook
+from carousel.outlook.request_outlook import RequestOutlook
 from carousel.outlook.shared import SharedProjection
+from carousel.outlook.site import SiteProjection, site_request_outlook
 from carousel.scheduler.live_snapshot import live_buffer, live_queue_store, live_snapshot
 from hsm_adapters.base import HsmAdapter
 from policies.base import Policy
@@ -37,7 +39,7 @@ def live_projection(
 
 
 def outlook_now(
-    shared: SharedProjection,
+    shared: SharedProjection[SiteProjection],
     session_factory: sessionmaker[Session],
     clock: Clock,
     request_id: str,
@@ -56,4 +58,4 @@ def outlook_now(
     if work is None:
         with transaction(session_factory) as session:
             work = request_work(session, request_id, clock.now())
-    return request_outlook(projection, work)
+    return site_request_outlook(projection, work)

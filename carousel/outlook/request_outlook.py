@@ -36,6 +36,7 @@ class WaitReason:
     code: str
     files: int
     reason: str
+    library: str | None = None  # the library of the files it counts (carousel.outlook.site)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,15 @@ class RequestOutlook:
     unplanned: int  # pending files the eta does not cover
     waiting: tuple[WaitReason, ...] = ()
     note: str | None = None
+    libraries: tuple[LibraryOutlook, ...] = ()  # each library's figures (carousel.outlook.site)
+
+
+@dataclass(frozen=True, slots=True)
+class LibraryOutlook:
+    """The request's outlook in one library: its files there, that library's projection."""
+
+    library: str
+    outlook: RequestOutlook
 
 
 def request_outlook(projection: Projection, work: RequestWork) -> RequestOutlook:

@@ -10,19 +10,27 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Generic, Protocol, TypeVar
 
 from carousel.domain.clock import Clock
-from carousel.outlook.projection import Projection
 
 MIN_REFRESH_S = 1.0
 
 
-class SharedProjection:
+class _Dated(Protocol):
+    @property
+    def now(self) -> datetime: ...
+
+
+P = TypeVar("P", bound=_Dated)  # a projection, or a site's (carousel.outlook.site)
+
+
+class SharedProjection(Generic[P]):
     """The latest projection, made anew by `compute` when older than `refresh_s` on `clock` (thread-safe)."""
 
     def __init__(
         self,
-        compute: Callable[[], Projection],
+        compute: Callable[[], P],
         *,
         clock: Clock,
         refresh_s: float,
@@ -33,12 +41,12 @@ class SharedProjection:
         self.refresh = timedelta(seconds=refresh_s)
         self.min_refresh = timedelta(seconds=min(min_refresh_s, refresh_s))
         self._ready = threading.Condition()
-        self._current: Projection | None = None
+        self._current: P | None = None
         self._made_at = datetime.min.replace(tzinfo=UTC)
         self._computing = False
         self.computed = 0  # projections made (for tests and logs)
 
-    def get(self, *, covering: datetime | None = None) -> Projection:
+    def get(self, *, covering: datetime | None = None) -> P:
         """The shared projection; a fresh one if it is older than refresh_s, or if its snapshot precedes
         `covering` (a request's submission) and it is older than min_refresh_s."""
         with self._ready:
@@ -64,7 +72,7 @@ class SharedProjection:
             self.computed += 1
         return made
 
-    def _stale(self, current: Projection, covering: datetime | None) -> bool:
+    def _stale(self, current: P, covering: datetime | None) -> bool:
         age = self._clock.now() - self._made_at
         if age >= self.refresh:
             return True

@@ -59,8 +59,12 @@ def request_line(name: str, request: RequestState) -> str:
 
 def outlook_line(outlook: Outlook) -> str:
     """Where an active request stands: files read before its first, when its last is expected on disk,
-    and why its files wait (reason codes with their files; docs/api.md)."""
-    waiting = ",".join(f"{clean(code)}:{files}" for code, files in outlook.waiting)
+    and why its files wait (reason codes with their files; docs/api.md). A code given by several libraries
+    of a site is one entry, its files added up, where it first came (most files first)."""
+    by_code: dict[str, int] = {}
+    for code, files in outlook.waiting:
+        by_code[code] = by_code.get(code, 0) + files
+    waiting = ",".join(f"{clean(code)}:{files}" for code, files in by_code.items())
     return "\t".join(
         [
             "OUTLOOK",

@@ -1,6 +1,7 @@
 """`carousel scheduler` over a site of two libraries: it runs both (the banner names each, the cycle reports
 the site's health); a library whose adapter cannot be built stops it in one line naming the library, exit
-code 2. `carousel report --library` reports one library, and refuses one the site has not in one line."""
+code 2. `carousel report --library` reports one library, and refuses one the site has not in one line.
+`carousel policy dry-run` plans each library and reports each beside the site."""
 
 from __future__ import annotations
 
@@ -56,3 +57,20 @@ def test_a_report_of_one_library_of_the_site(tmp_path: Path, sqlite_template: Pa
     code, out, err = _run(tmp_path, sqlite_template, SITE, "report", "mounts", "--library", "nope")
     assert code == 2
     assert err == "carousel: --library: 'nope' is not a library of this site (its libraries: new, old)\n"
+
+
+def test_a_dry_run_of_the_site_reports_each_library_and_the_site(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    code, out, err = _run(tmp_path, sqlite_template, SITE, "policy", "dry-run", "cta")
+    assert code == 0, err
+    assert "0 tapes with work" in out
+    rows = [line.replace("│", " ").split() for line in out.splitlines() if "e: " in line]
+    assert [(row[0], row[1], row[2]) for row in rows] == [
+        ("new", "candidate:", "cta"),
+        ("old", "candidate:", "cta"),
+        ("site", "candidate:", "cta"),
+        ("new", "active:", "carousel"),
+        ("old", "active:", "carousel"),
+        ("site", "active:", "carousel"),
+    ]

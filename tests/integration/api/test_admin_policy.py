@@ -259,6 +259,15 @@ def test_a_dry_run_plans_the_live_queue_under_a_candidate_without_dispatching(
     assert candidate["complete"] and active["complete"]
     # cta waits for its one-hour threshold; fifo reads at once
     assert candidate["drained_at"] > active["drained_at"]
+    # a site of one library: its one entry is the whole answer again
+    assert body["libraries"] == [
+        {
+            "library": "default",
+            "tapes_with_work": body["tapes_with_work"],
+            "candidate": candidate,
+            "active": active,
+        }
+    ]
     first_read = datetime.fromisoformat(candidate["passes"][0]["reads_from"])
     assert first_read >= clock.now() + timedelta(hours=1)
     with session_factory() as session:

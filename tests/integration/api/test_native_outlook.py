@@ -42,6 +42,12 @@ def test_a_queued_request_has_a_position_an_eta_and_a_reason(
     assert outlook["reading"] == 0 and outlook["next_cycle"] == 0 and outlook["unplanned"] == 0
     assert [w["code"] for w in outlook["waiting"]] == ["not_worth_mounting_yet"]
     assert outlook["waiting"][0]["files"] == 3 and "threshold" in outlook["waiting"][0]["reason"]
+    assert outlook["waiting"][0]["library"] == "default"
+    # a site of one library: its one entry holds the request's own figures
+    assert outlook["libraries"] == [
+        {key: outlook[key] for key in ("position", "eta", "rough", "reading", "next_cycle", "unplanned")}
+        | {"library": "default"}
+    ]
 
 
 def test_requests_behind_others_have_files_ahead_and_later_etas(

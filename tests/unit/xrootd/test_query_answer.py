@@ -171,6 +171,17 @@ def test_an_active_request_says_where_it_stands_after_its_request_line() -> None
     ]
 
 
+def test_a_code_given_by_several_libraries_is_one_entry() -> None:
+    files = [FileState("/star/a.root", "SUBMITTED", False, None)]
+    waiting = (("not_worth_mounting_yet", 3), ("tape_unknown", 2), ("not_worth_mounting_yet", 1))
+    outlook = Outlook(position=0, eta=None, rough=False, waiting=waiting)  # a site: one entry per library
+    request = replace(_request(files), outlook=outlook)
+
+    line = _fields(request_answer(NAME, request, files, budget=2000))[1]
+
+    assert line[-1] == "waiting=not_worth_mounting_yet:4,tape_unknown:2"
+
+
 def test_the_outlook_line_counts_against_the_budget() -> None:
     files = [FileState(f"/star/{n:04d}.root", "SUBMITTED", False, None) for n in range(200)]
     waiting = tuple((code, 50) for code in ("not_worth_mounting_yet", "group_over_share", "retry_pending"))

@@ -1,0 +1,163 @@
+"""The outlook of a site of several libraries (docs/decisions.md §17): each library projected on its own
+drives, cost figures and queue (its tapes only: a tape ID in two libraries is two tapes), then read together.
+
+A request's ETA is the latest of its libraries' ETAs, its position the smallest of its libraries' (each
+counted in its own library's files), and each waiting reason names the library of the files it counts. A site
+of one library is projected as before (the whole queue, one projection) and answers as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from carousel.config import Settings
+from carousel.domain.clock import Clock
+from carousel.domain.libraries import DEFAULT_LIBRARY
+from carousel.domain.planning import Plan, Snapshot
+from carousel.domain.queue import RequestWork
+from carousel.outlook.projection import Projection, project
+from carousel.outlook.request_outlook import LibraryOutlook, RequestOutlook, request_outlook
+from carousel.scheduler.live_snapshot import live_buffer, live_queue_store, live_snapshot
+from carousel.scheduler.site_cycle import site_weights
+from hsm_adapters.base import HsmAdapter
+from hsm_adapters.site import Site
+from policies.base import Policy
+
+_NONE_PLACED = "none of its files is in the outlook yet"
+
+
+@dataclass(frozen=True, slots=True)
+class SiteProjection:
+    """Each library's projection, in the settings' order; `now`: the earliest of their snapshots."""
+
+    now: datetime
+    libraries: Mapping[str, Projection]
+
+    @property
+    def tapes(self) -> int:
+        """Tapes with work, each library's counted apart (the same tape ID in two is two tapes)."""
+        return sum(len(p.tapes) for p in self.libraries.values())
+
+    @property
+    def plans(self) -> int:
+        return sum(p.plans for p in self.libraries.values())
+
+    @property
+    def complete(self) -> bool:
+        return all(p.complete for p in self.libraries.values())
+
+    @property
+    def drained_at(self) -> datetime | None:
+        """When the last library has read the last file of the snapshot, if every library has a time."""
+        times = [p.drained_at for p in self.libraries.values() if p.tapes]
+        if any(t is None for t in times):
+            return None
+        return max((t for t in times if t is not None), default=None)
+
+    @property
+    def note(self) -> str | None:
+        """Each library's note, naming the library (one library's alone, as it was)."""
+        if len(self.libraries) == 1:
+            return next(iter(self.libraries.values())).note
+        notes = [f"library {name}: {p.note}" for name, p in self.libraries.items() if p.note is not None]
+        return "; ".join(notes) or None
+
+
+def site_adapters(adapter: HsmAdapter) -> dict[str, HsmAdapter]:
+    """The libraries behind the adapter a process holds: a site's, or the one library `default`."""
+    if isinstance(adapter, Site):
+        return dict(adapter.libraries)
+    return {DEFAULT_LIBRARY: adapter}
+
+
+def site_snapshots(
+    settings: Settings, session_factory: sessionmaker[Session], adapter: HsmAdapter, clock: Clock
+) -> dict[str, Snapshot]:
+    """Each library's live snapshot, as its cycle plans from it: its own tapes, drives, costs and health,
+    usage in reference drive-seconds. A site of one library: the whole queue, as it always was."""
+    adapters = site_adapters(adapter)
+    buffer = live_buffer(settings, session_factory)
+    if len(adapters) == 1:
+        name, only = next(iter(adapters.items()))
+        store = live_queue_store(settings, session_factory, library=None)
+        return {name: live_snapshot(store, only, clock, buffer=buffer)}
+    weights = site_weights(adapters)
+    return {
+        name: live_snapshot(
+            live_queue_store(settings, session_factory, library=name, usage_weights=weights),
+            own,
+            clock,
+            buffer=buffer,
+        )
+        for name, own in adapters.items()
+    }
+
+
+def project_snapshots(snapshots: Mapping[str, Snapshot], policy: Callable[[], Policy]) -> SiteProjection:
+    """Each library's snapshot projected under a policy (`policy` makes an instance per library: a policy may
+    remember what it planned)."""
+    projections = {name: project(snapshot, policy().plan) for name, snapshot in snapshots.items()}
+    return SiteProjection(min(p.now for p in projections.values()), projections)
+
+
+def project_site(
+    settings: Settings,
+    session_factory: sessionmaker[Session],
+    adapter: HsmAdapter,
+    clock: Clock,
+    policy: Callable[[], Policy],
+) -> SiteProjection:
+    """The live queue projected under a policy, each library on its own snapshot."""
+    return project_snapshots(site_snapshots(settings, session_factory, adapter, clock), policy)
+
+
+def site_request_outlook(site: SiteProjection, work: RequestWork) -> RequestOutlook:
+    """The request's outlook over every library it has files in (`work.libraries`, per library)."""
+    if len(site.libraries) == 1:
+        name, projection = next(iter(site.libraries.items()))
+        own = _tagged(request_outlook(projection, work), name)
+        return replace(own, libraries=(LibraryOutlook(name, own),))
+    pending = [(name, own) for name, own in sorted(work.libraries.items()) if own.pending]
+    per_library = tuple(
+        LibraryOutlook(name, _tagged(request_outlook(site.libraries[name], own), name))
+        for name, own in pending
+        if name in site.libraries
+    )
+    # files the site's libraries do not hold: not looked up yet (their row names the library `default` until
+    # then) or of a library the settings no longer name; nothing places them, and no library is theirs
+    empty = Projection(site.now, Plan(), {})
+    elsewhere = [request_outlook(empty, own) for name, own in pending if name not in site.libraries]
+    outlooks = [entry.outlook for entry in per_library] + elsewhere
+    etas = [o.eta for o in outlooks if o.eta is not None]
+    ahead = [o.files_ahead for o in outlooks if o.files_ahead is not None]
+    unplanned = sum(o.unplanned for o in outlooks)
+    note = None
+    if not etas and pending:
+        notes = (f"library {e.library}: {e.outlook.note}" for e in per_library if e.outlook.note is not None)
+        note = next(notes, _NONE_PLACED)
+    elif unplanned:
+        note = f"{unplanned} file(s) not in the estimate: see waiting"
+    waiting = sorted(
+        (w for o in outlooks for w in o.waiting), key=lambda w: (-w.files, w.code, w.library or "")
+    )
+    return RequestOutlook(
+        computed_at=site.now,
+        files_ahead=min(ahead, default=None),
+        eta=max(etas, default=None),
+        rough=any(o.rough for o in outlooks),
+        reading=sum(o.reading for o in outlooks),
+        next_cycle=sum(o.next_cycle for o in outlooks),
+        unplanned=unplanned,
+        waiting=tuple(waiting),
+        note=note,
+        libraries=per_library,
+    )
+
+
+def _tagged(outlook: RequestOutlook, library: str) -> RequestOutlook:
+    """The outlook with its waiting reasons naming `library`."""
+    return replace(outlook, waiting=tuple(replace(w, library=library) for w in outlook.waiting))
