@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import httpx
 import typer
@@ -28,8 +28,11 @@ from carousel.cli.policy import policy_app
 from carousel.cli.report import report
 from carousel.cli.simulate import simulate
 from carousel.config import Settings, load_settings
-from carousel.config.libraries import sole_adapter, sole_library
+from carousel.config.libraries import chosen_library, libraries_of, library_adapter
 from carousel.domain.errors import ConfigError, DomainError
+
+if TYPE_CHECKING:
+    from hsm_adapters.base import HsmAdapter
 
 NATIVE = "/api/native/v1"
 FINAL_STATES = ("COMPLETED", "FAILED", "CANCELLED")
@@ -376,30 +379,64 @@ def library_files(
     limit: Annotated[int, typer.Option(min=1, help="list at most this many")] = 20,
     tape: Annotated[str | None, typer.Option(help="only the files of this cartridge")] = None,
     long: Annotated[bool, typer.Option("--long", "-l", help="with size and cartridge")] = False,
+    library: Annotated[
+        str | None, typer.Option(help="a site of several: only this library's (default: each in turn)")
+    ] = None,
 ) -> None:
-    """Paths the configured library holds, to try staging (one a line: pipe into `submit --from-file -`)."""
+    """Paths the configured library holds, to try staging (one a line: pipe into `submit --from-file -`).
+    On a site of several libraries, each library's in turn (with `--long`, the library too)."""
     # the adapters (numpy and the simulator) load for this command only
     from carousel.domain.clock import SystemClock  # noqa: PLC0415
-    from hsm_adapters.simulated.adapter import SimulatedAdapter  # noqa: PLC0415
 
     settings = load_settings()
-    adapter = sole_adapter(settings, SystemClock())
-    try:
-        if not isinstance(adapter, SimulatedAdapter):
-            raise CliFailure(
-                f"the {sole_library(settings)[1].adapter!r} adapter keeps no catalogue carousel can list"
-            )
-        catalogue = adapter.library.catalogue
-        if tape is not None and tape not in catalogue.tapes:
-            raise CliFailure(f"--tape {tape}: no such cartridge in the library")
-        entries = catalogue.on_tape(tape) if tape else (catalogue[p] for p in catalogue)
-        for n, entry in enumerate(entries):
-            if n >= limit:
-                break
-            line = f"{entry.path}\t{entry.size_bytes}\t{entry.tape}" if long else entry.path
-            typer.echo(line)
-    finally:
-        adapter.close()
+    chosen = chosen_library(settings, library, field="--library")
+    names = [chosen] if chosen is not None else list(libraries_of(settings))
+    several = len(libraries_of(settings)) > 1
+    left = limit
+    held = False  # some library holds --tape
+    for name in names:
+        adapter = library_adapter(settings, name, SystemClock())
+        try:
+            printed = _list_catalogue(adapter, settings, name, tape, left, long=long, named=several)
+        finally:
+            adapter.close()
+        held = held or printed is not None
+        left -= printed or 0
+        if left <= 0:
+            break
+    if tape is not None and not held:
+        raise CliFailure(f"--tape {tape}: no such cartridge in the library")
+
+
+def _list_catalogue(
+    adapter: HsmAdapter,
+    settings: Settings,
+    name: str,
+    tape: str | None,
+    limit: int,
+    *,
+    long: bool,
+    named: bool,
+) -> int | None:
+    """Up to `limit` of one library's paths printed; how many (None: `tape` is none of this library's)."""
+    from hsm_adapters.simulated.adapter import SimulatedAdapter  # noqa: PLC0415
+
+    if not isinstance(adapter, SimulatedAdapter):
+        raise CliFailure(
+            f"the {libraries_of(settings)[name].adapter!r} adapter keeps no catalogue carousel can list"
+        )
+    catalogue = adapter.library.catalogue
+    if tape is not None and tape not in catalogue.tapes:
+        return None  # another library of the site may hold it
+    entries = catalogue.on_tape(tape) if tape else (catalogue[p] for p in catalogue)
+    printed = 0
+    for entry in entries:
+        if printed >= limit:
+            break
+        line = f"{entry.path}\t{entry.size_bytes}\t{entry.tape}" if long else entry.path
+        typer.echo(f"{line}\t{name}" if long and named else line)
+        printed += 1
+    return printed
 
 
 # --- the database ---------------------------------------------------------------------------------------

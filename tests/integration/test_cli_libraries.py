@@ -74,3 +74,26 @@ def test_a_dry_run_of_the_site_reports_each_library_and_the_site(
         ("old", "active:", "carousel"),
         ("site", "active:", "carousel"),
     ]
+
+
+def test_the_library_s_files_of_a_site_each_library_in_turn_or_one(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    """`carousel library files` lists each library's paths in turn (with --long, the library too), or one
+    library's with --library; an unknown library or a cartridge no library holds is one line, exit 2."""
+    code, out, err = _run(tmp_path, sqlite_template, SITE, "library", "files", "--limit", "12", "--long")
+    assert code == 0, err
+    libraries = [line.split("\t")[3] for line in out.splitlines()]
+    assert libraries == ["new"] * 12  # the first library's first
+    code, out, err = _run(tmp_path, sqlite_template, SITE, "library", "files", "--library", "old", "-l")
+    assert code == 0, err
+    assert {line.split("\t")[3] for line in out.splitlines()} == {"old"}
+    code, out, err = _run(tmp_path, sqlite_template, SITE, "library", "files", "--limit", "400")
+    assert code == 0, err
+    assert len(out.splitlines()) == 400  # both libraries' 200 files each
+    code, out, err = _run(tmp_path, sqlite_template, SITE, "library", "files", "--library", "nope")
+    assert (code, out) == (2, "")
+    assert err == "carousel: --library: 'nope' is not a library of this site (its libraries: new, old)\n"
+    code, out, err = _run(tmp_path, sqlite_template, SITE, "library", "files", "--tape", "T99999")
+    assert (code, out) == (2, "")
+    assert err == "carousel: --tape T99999: no such cartridge in the library\n"
