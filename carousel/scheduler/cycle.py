@@ -115,9 +115,8 @@ class CycleReport:
     buffer_space: BufferView | None = None  # the disk buffer at snapshot time (None: no buffer)
     waiting_for_space: int = 0  # queued files of tapes waiting for space in the disk buffer
     evicted_files: int = 0  # evicted from the buffer to make room for this cycle's hand-over
-    media: MediaReport | None = (
-        None  # tapes and drives as operators set them (carousel.scheduler.media_states)
-    )
+    # tapes and drives as operators set them (carousel.scheduler.media_states)
+    media: MediaReport | None = None
     elapsed_s: float = 0.0
     errors: list[str] = field(default_factory=list)
     # a site of several libraries: each library's own report (this one adds them up: site_cycle.py)

@@ -40,7 +40,7 @@ def _worker(config: pytest.Config) -> str:
 
 class PostgresDatabases:
     """Creates and drops this test process's throwaway databases (names carry worker and pid: several
-    engineers' test runs may share one server)."""
+    test runs may share one server)."""
 
     def __init__(self, admin_url: URL, prefix: str) -> None:
         self.admin_url = admin_url
