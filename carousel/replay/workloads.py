@@ -30,9 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from carousel.domain.errors import ConfigError
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.replay.site import LibrarySpec
 from carousel.replay.trace import Trace, TraceRow, make_trace
-from hsm_adapters.simulated.catalogue import Catalogue, generate_catalogue
+from hsm_adapters.simulated.catalogue import Catalogue, CatalogueEntry, generate_catalogue
 from hsm_adapters.simulated.profiles import load_profile
 
 
@@ -57,23 +58,37 @@ def _star_catalogue(seed: int, cartridges: int) -> Catalogue:
     return generate_catalogue(seed, cartridges, 500, "star2006", load_profile("t9940b"))
 
 
+def _entry_row(
+    entry: CatalogueEntry,
+    arrival: float,
+    request: str,
+    group: str,
+    *,
+    priority: int = 0,
+    library: str = DEFAULT_LIBRARY,
+) -> TraceRow:
+    """The trace row that asks for one catalogue file."""
+    return TraceRow(
+        arrival_s=round(float(arrival), 3),
+        request=request,
+        path=entry.path,
+        size_bytes=entry.size_bytes,
+        tape=entry.tape,
+        position_bytes=entry.position_bytes,
+        group=group,
+        priority=priority,
+        library=library,
+    )
+
+
 def _rows_for(catalogue: Catalogue, picks: np.ndarray, arrivals: np.ndarray, group: str) -> list[TraceRow]:
     paths = list(catalogue)
-    rows = []
-    for number, (index, arrival) in enumerate(zip(picks.tolist(), arrivals.tolist(), strict=True), start=1):
-        entry = catalogue[paths[index]]
-        rows.append(
-            TraceRow(
-                arrival_s=round(float(arrival), 3),
-                request=f"r{number:06d}",
-                path=entry.path,
-                size_bytes=entry.size_bytes,
-                tape=entry.tape,
-                position_bytes=entry.position_bytes,
-                group=group,
-            )
+    return [
+        _entry_row(catalogue[paths[index]], arrival, f"r{number:06d}", group)
+        for number, (index, arrival) in enumerate(
+            zip(picks.tolist(), arrivals.tolist(), strict=True), start=1
         )
-    return rows
+    ]
 
 
 def star_batch(scale: float = 1.0) -> Trace:
@@ -122,20 +137,10 @@ def lto_modern(scale: float = 1.0) -> Trace:
         picks = rng.choice(pool, size=min(files_per_request, len(pool)), replace=False)
         group = LTO_GROUPS[int(rng.choice(len(LTO_GROUPS), p=LTO_GROUP_SHARES))]
         priority = 1 if rng.random() < 0.1 else 0
-        for index in sorted(picks.tolist()):
-            entry = catalogue[paths[index]]
-            rows.append(
-                TraceRow(
-                    arrival_s=round(float(arrival), 3),
-                    request=f"r{number:04d}",
-                    path=entry.path,
-                    size_bytes=entry.size_bytes,
-                    tape=entry.tape,
-                    position_bytes=entry.position_bytes,
-                    group=group,
-                    priority=priority,
-                )
-            )
+        rows.extend(
+            _entry_row(catalogue[paths[index]], arrival, f"r{number:04d}", group, priority=priority)
+            for index in sorted(picks.tolist())
+        )
     return make_trace(rows, f"workload lto_modern (scale {scale:g})")
 
 
@@ -217,18 +222,7 @@ def two_libraries(scale: float = 1.0) -> Trace:
         group = LTO_GROUPS[int(rng.choice(len(LTO_GROUPS), p=LTO_GROUP_SHARES))]
         for index in sorted(picks.tolist()):
             library, entry = candidates[index]
-            rows.append(
-                TraceRow(
-                    arrival_s=round(float(arrival), 3),
-                    request=f"r{number:04d}",
-                    path=entry.path,
-                    size_bytes=entry.size_bytes,
-                    tape=entry.tape,
-                    position_bytes=entry.position_bytes,
-                    group=group,
-                    library=library,
-                )
-            )
+            rows.append(_entry_row(entry, arrival, f"r{number:04d}", group, library=library))
     return make_trace(rows, f"workload two_libraries (scale {scale:g})")
 
 
