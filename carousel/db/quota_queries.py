@@ -24,17 +24,19 @@ CALLER_QUOTA_LOCK = 0x7163
 GROUP_QUOTA_LOCK = 0x7167
 
 
-def hold_quotas(session: Session, owner: str, group: str) -> None:
-    """Until the transaction ends, no other submit of this caller or of this group counts or queues files.
+def hold_quotas(session: Session, owner: str | None, group: str | None) -> None:
+    """Until the transaction ends, no other submit of this caller (unless None) or of this group (unless None)
+    counts or queues files.
 
-    Always the caller's lock before the group's, and each submit takes one of each: two submits never hold
-    one another's next lock, so they cannot deadlock. Taken before any row lock (db/lock_order.py)."""
+    Always the caller's lock before the group's, and each submit takes at most one of each: two submits never
+    hold one another's next lock, so they cannot deadlock. Taken before any row lock (db/lock_order.py)."""
     if session.get_bind().dialect.name != "postgresql":
         return
     for space, name in ((CALLER_QUOTA_LOCK, owner), (GROUP_QUOTA_LOCK, group)):
-        session.execute(
-            text("SELECT pg_advisory_xact_lock(:space, :key)"), {"space": space, "key": _key_of(name)}
-        )
+        if name is not None:
+            session.execute(
+                text("SELECT pg_advisory_xact_lock(:space, :key)"), {"space": space, "key": _key_of(name)}
+            )
 
 
 def _key_of(name: str) -> int:

@@ -45,9 +45,16 @@ def usage(session: Session, caller: Caller, group: str | None = None) -> QueueUs
     return QueueUsage(caller_queued, group, q.queued_files_of_group(session, group))
 
 
-def hold_quotas(session: Session, caller: Caller, group: str) -> None:
-    """No other submit of this caller or this group counts or queues files until this transaction ends."""
-    q.hold_quotas(session, caller.name, group)
+def hold_quotas(session: Session, caller: Caller, group: str, quota: QueueQuota) -> None:
+    """No other submit of this caller, or of this group, counts or queues files until this transaction ends:
+    each lock only where its quota applies. A lock without a limit behind it would only queue submits: every
+    submit of a group (often the whole site) one after the other, through their commits."""
+    group_limited = quota.per_group is not None and caller.charges_group(group)
+    q.hold_quotas(
+        session,
+        caller.name if quota.per_caller is not None else None,
+        group if group_limited else None,
+    )
 
 
 def admit(session: Session, caller: Caller, group: str, new_files: int, quota: QueueQuota) -> None:

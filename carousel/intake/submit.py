@@ -181,7 +181,7 @@ def submit(
     if quota is not None and quota.active:
         # counted again holding the caller's and the group's quota locks until commit: submits racing each
         # other are admitted one after the other, each seeing the files of those before it
-        hold_quotas(session, caller, group)
+        hold_quotas(session, caller, group, quota)
         admit(session, caller, group, len(paths), quota)
 
     now = clock.now()
