@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated
 
+import anyio.to_thread
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.datastructures import State
@@ -15,6 +16,7 @@ from carousel.api.rate_limit import Rate, RateLimiter
 from carousel.auth.authenticator import Authenticator
 from carousel.auth.errors import InsufficientScope, MissingCredentials
 from carousel.config import Settings
+from carousel.db.engine import autocommit_session_factory
 from carousel.domain.callers import ANONYMOUS, Caller
 from carousel.domain.clock import Clock
 
@@ -34,6 +36,7 @@ def install_auth(
         group=Rate(quotas.group_calls_per_s, quotas.group_burst) if quotas.group_calls_per_s else None,
         clock=clock,
         session_factory=session_factory,
+        autocommit_factory=autocommit_session_factory(session_factory),
     )
 
 
@@ -58,7 +61,17 @@ def current_caller(request: Request) -> Caller:
     return identify(request.app.state, request.headers, request.client.host if request.client else None)
 
 
-def require_admin(caller: Annotated[Caller, Depends(current_caller)]) -> Caller:
+async def calling(request: Request) -> Caller:
+    """current_caller as a dependency: in the event loop when AuthenticateFirst has identified the caller
+    (FastAPI runs a plain `def` dependency in a worker thread, a hand-over each way per call), else in a
+    worker thread (identifying may read the database)."""
+    known: Caller | None = request.scope.get("state", {}).get(CALLER_IN_SCOPE)
+    if known is not None:
+        return known
+    return await anyio.to_thread.run_sync(current_caller, request)
+
+
+def require_admin(caller: Annotated[Caller, Depends(calling)]) -> Caller:
     """For admin endpoints: 401 to the anonymous caller (credentials would help), 403 to the others."""
     if caller.grants.admin:
         return caller

@@ -72,11 +72,16 @@ class RateLimiter:
         group: Rate | None,
         clock: Clock,
         session_factory: sessionmaker[Session],
+        autocommit_factory: sessionmaker[Session] | None = None,
     ) -> None:
+        """`autocommit_factory`: sessions whose statements each commit on their own (PostgreSQL), where a
+        charge of one bucket is one statement and one round trip; without it, every charge is a transaction
+        of `session_factory`."""
         self._caller = caller
         self._group = group
         self._clock = clock
         self._session_factory = session_factory
+        self._autocommit_factory = autocommit_factory
         self._charges = 0
         self._counting = threading.Lock()
 
@@ -120,15 +125,19 @@ class RateLimiter:
     def _take(self, wanted: dict[str, Rate], now: datetime) -> dict[str, float]:
         """One token from each bucket, or none and the wait of each bucket that has none."""
         charges = [q.BucketCharge(key, rate.per_s, float(rate.burst)) for key, rate in sorted(wanted.items())]
-        try:
-            with self._session_factory() as session, session.begin():
-                q.without_waiting_for_disk(session)
-                for charge in charges:
-                    if not q.take_token(session, charge, now):
-                        raise _Refused  # rolls back: a refused call takes no token from any bucket
-            return {}
-        except _Refused:
-            pass
+        if len(charges) == 1 and self._autocommit_factory is not None:
+            with self._autocommit_factory() as session:
+                if q.take_token(session, charges[0], now):
+                    return {}
+        else:
+            try:
+                with self._session_factory() as session, session.begin():
+                    for charge in charges:
+                        if not q.take_token(session, charge, now):
+                            raise _Refused  # rolls back: a refused call takes no token from any bucket
+                return {}
+            except _Refused:
+                pass
         with self._session_factory() as session, session.begin():
             stored = q.buckets(session, list(wanted))
         waits: dict[str, float] = {}

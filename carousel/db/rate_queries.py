@@ -1,27 +1,30 @@
 """Call-rate token buckets in the database: every API process, on every host, takes from the same ones.
 
-A charge is one statement per bucket, in one short transaction: an upsert that makes a missing bucket full,
-refills a present one to `now` and takes a token, but changes nothing when the refilled bucket holds less
-than one (PostgreSQL locks the row for the transaction; SQLite has one writer). Buckets are taken in key
-order, so two charges wait for each other and never deadlock. No row stands for a full bucket, so rows idle
-long enough to have refilled are pruned.
+A charge is one statement per bucket (two buckets: in one short transaction): an upsert that makes a missing
+bucket full, refills a present one to `now` and takes a token, but changes nothing when the refilled bucket
+holds less than one (PostgreSQL locks the row for the transaction; SQLite has one writer). Buckets are taken
+in key order, so two charges wait for each other and never deadlock. No row stands for a full bucket, so rows
+idle long enough to have refilled are pruned.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
 
-from sqlalchemy import ColumnElement, Float, delete, extract, func, literal, select, text
+from sqlalchemy import ColumnElement, Float, Table, bindparam, delete, extract, func, literal, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.dml import ReturningInsert
 
 from carousel.db.models import RateBucket, UtcDateTime
 
 B = RateBucket
+T = cast(Table, RateBucket.__table__)  # Core, not ORM: no ORM bulk-insert machinery on every call
 # A token counts when the bucket holds this much short of one: floating-point rounding of tokens + seconds
 # x rate must not refuse a call whose token is due to the microsecond.
 ROUNDING = 1e-6
@@ -42,40 +45,40 @@ class StoredBucket:
 
 def _seconds_since(dialect: str, now: ColumnElement[datetime]) -> ColumnElement[float]:
     if dialect == "postgresql":
-        return cast(ColumnElement[float], extract("epoch", now - B.updated_at))
+        return cast(ColumnElement[float], extract("epoch", now - T.c.updated_at))
     # SQLite keeps UTC text, and its date functions count milliseconds; julianday's days, a double near 2.5
     # million, carry that to about 10 microseconds: rounded back to the millisecond
-    return func.round((func.julianday(now) - func.julianday(B.updated_at)) * 86_400.0, 3)
+    return func.round((func.julianday(now) - func.julianday(T.c.updated_at)) * 86_400.0, 3)
 
 
-def without_waiting_for_disk(session: Session) -> None:
-    """The charge's commit need not wait for its WAL to reach the disk (PostgreSQL): every call is charged,
-    and a flush per call cost more than the rest of a status call. A crash may lose the last moment's
-    charges, which hands those callers back a few tokens; nothing else is written in these transactions."""
-    if session.get_bind().dialect.name == "postgresql":
-        session.execute(text("SET LOCAL synchronous_commit TO OFF"))
+@functools.cache
+def _take_statement(dialect: str) -> ReturningInsert[tuple[str]]:
+    """The upsert of take_token, built once per dialect (a charge is on every call)."""
+    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
+    least, greatest = (func.least, func.greatest) if dialect == "postgresql" else (func.min, func.max)
+    at = bindparam("now", type_=UtcDateTime())
+    capacity = bindparam("capacity", type_=Float())
+    elapsed = greatest(literal(0.0, Float()), _seconds_since(dialect, at))
+    refilled = least(capacity, T.c.tokens + elapsed * bindparam("per_s", type_=Float()))
+    return (
+        insert(T)
+        .values(key=bindparam("key"), tokens=capacity - 1, updated_at=at)
+        .on_conflict_do_update(
+            index_elements=[T.c.key],
+            set_={"tokens": refilled - 1, "updated_at": greatest(at, T.c.updated_at)},
+            where=refilled >= 1 - ROUNDING,
+        )
+        .returning(T.c.key)
+    )
 
 
 def take_token(session: Session, charge: BucketCharge, now: datetime) -> bool:
     """One token from the bucket (made full when missing, refilled to `now`); False, and nothing changed,
-    when it holds less than one."""
-    dialect = session.get_bind().dialect.name
-    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
-    least, greatest = (func.least, func.greatest) if dialect == "postgresql" else (func.min, func.max)
-    at = literal(now, UtcDateTime())
-    elapsed = greatest(literal(0.0, Float()), _seconds_since(dialect, at))
-    refilled = least(literal(charge.capacity, Float()), B.tokens + elapsed * charge.per_s)
-    statement = (
-        insert(B)
-        .values(key=charge.key, tokens=charge.capacity - 1, updated_at=now)
-        .on_conflict_do_update(
-            index_elements=[B.key],
-            set_={"tokens": refilled - 1, "updated_at": greatest(at, B.updated_at)},
-            where=refilled >= 1 - ROUNDING,
-        )
-        .returning(B.key)
-    )
-    return session.execute(statement).first() is not None
+    when it holds less than one. One statement, so on its own it is a whole charge (PostgreSQL: in a session
+    of autocommit; the table is unlogged, so no commit of a charge waits for the disk, migration 0015)."""
+    statement = _take_statement(session.get_bind().dialect.name)
+    params = {"key": charge.key, "capacity": charge.capacity, "per_s": charge.per_s, "now": now}
+    return session.execute(statement, params).first() is not None
 
 
 def buckets(session: Session, keys: Sequence[str]) -> dict[str, StoredBucket]:

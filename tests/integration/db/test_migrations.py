@@ -22,6 +22,7 @@ from carousel.db.engine import (
 )
 from carousel.db.models import AppliedEvent, Base
 from carousel.domain.errors import ConfigError
+from tests.integration.conftest import PostgresDatabases
 
 
 def _tables(url: URL) -> set[str]:
@@ -127,3 +128,26 @@ def test_tape_and_drive_states_before_0014_belong_to_the_library_default(empty_d
         assert primary == ["library", "drive"]
     finally:
         engine.dispose()
+
+
+def test_rate_buckets_are_unlogged_on_postgresql_from_0015(postgres_databases: PostgresDatabases) -> None:
+    """A charge's commit then writes no WAL and waits for no disk; downgraded, the table is logged again.
+    (SQLite has no such thing: its table is unchanged.)"""
+    url = postgres_databases.create()
+
+    def persistence() -> str:
+        engine = make_engine(url)
+        try:
+            with engine.connect() as connection:
+                query = text("SELECT relpersistence FROM pg_class WHERE relname = 'rate_buckets'")
+                return str(connection.scalar(query))
+        finally:
+            engine.dispose()
+
+    try:
+        upgrade_to_head(url)
+        assert persistence() == "u"
+        downgrade_to(url, "0014")
+        assert persistence() == "p"
+    finally:
+        postgres_databases.drop(url)
