@@ -19,6 +19,7 @@ from carousel.api.problems import install_problem_handlers
 from carousel.api.status_cache import StatusCache
 from carousel.buffer.layout import BufferLayout
 from carousel.config import Settings, buffer_directory
+from carousel.db.engine import autocommit_session_factory
 from carousel.domain.clock import Clock
 from carousel.observability.metrics import ServiceMetrics
 from hsm_adapters.base import HsmAdapter
@@ -61,11 +62,13 @@ def create_app(
         clock=clock,
         session_factory=session_factory,
         status_cache=status_cache,
+        read_session_factory=autocommit_session_factory(session_factory),
     )
     install_auth(app.state, settings, clock, session_factory)
     install_problem_handlers(app)
     app.include_router(health.router)
     app.include_router(tape_rest.discovery)
+    app.include_router(tape_rest.polls)
     app.include_router(tape_rest.router)
     app.include_router(native.router)
     app.include_router(webhooks.router)

@@ -15,6 +15,7 @@ import anyio
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session, sessionmaker
 
+from carousel.api.auth import calling as calling  # noqa: PLC0414 (re-exported for the routes)
 from carousel.api.auth import current_caller as current_caller  # noqa: PLC0414 (re-exported for the routes)
 from carousel.api.status_cache import StatusCache
 from carousel.config import Settings
@@ -32,6 +33,8 @@ class AppContext:
     clock: Clock
     session_factory: sessionmaker[Session]
     status_cache: StatusCache
+    # for routes that only read (PostgreSQL: statements committed on their own); None: session_factory's
+    read_session_factory: sessionmaker[Session] | None = None
 
 
 def app_context(request: Request) -> AppContext:
@@ -71,12 +74,17 @@ def after_commit(session: Session, callback: Callable[[], None]) -> None:
     session.info.setdefault(_AFTER_COMMIT, []).append(callback)
 
 
-Context = Annotated[AppContext, Depends(app_context)]
+async def _context(request: Request) -> AppContext:
+    """app_context as a dependency, in the event loop (a plain `def` would be run in a worker thread)."""
+    return app_context(request)
+
+
+Context = Annotated[AppContext, Depends(_context)]
 DbSession = Annotated[Session, Depends(db_session, scope="function")]
 # For routes that open their own short transactions (SQLite allows one writer: a route session held open
 # beside them would lock them out).
 DbSlot = Annotated[None, Depends(db_slot, scope="function")]
-CurrentCaller = Annotated[Caller, Depends(current_caller)]
+CurrentCaller = Annotated[Caller, Depends(calling)]
 
 
 def public_base_url(request: Request) -> str:

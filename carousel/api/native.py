@@ -13,7 +13,7 @@ from carousel.api.context import (
     CurrentCaller,
     DbSession,
     after_commit,
-    current_caller,
+    calling,
     db_slot,
     public_base_url,
 )
@@ -57,9 +57,7 @@ _PROBLEMS: dict[int | str, dict[str, Any]] = {
     )
 }
 
-router = APIRouter(
-    prefix=PREFIX, tags=["native"], responses=_PROBLEMS, dependencies=[Depends(current_caller)]
-)
+router = APIRouter(prefix=PREFIX, tags=["native"], responses=_PROBLEMS, dependencies=[Depends(calling)])
 
 
 def _resolved_request_id(request_id: str, session: DbSession, caller: CurrentCaller) -> str:

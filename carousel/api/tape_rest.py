@@ -8,6 +8,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
+import anyio.to_thread
 from fastapi import APIRouter, Depends, Request, Response
 from sqlalchemy.orm import Session
 
@@ -16,7 +17,9 @@ from carousel.api.context import (
     Context,
     CurrentCaller,
     DbSession,
+    DbSlot,
     after_commit,
+    calling,
     current_caller,
     public_base_url,
 )
@@ -58,8 +61,10 @@ _PROBLEMS: dict[int | str, dict[str, Any]] = {
 
 discovery = APIRouter(tags=["WLCG Tape REST API"])
 router = APIRouter(
-    prefix=PREFIX, tags=["WLCG Tape REST API"], responses=_PROBLEMS, dependencies=[Depends(current_caller)]
+    prefix=PREFIX, tags=["WLCG Tape REST API"], responses=_PROBLEMS, dependencies=[Depends(calling)]
 )
+# Routes that identify their caller themselves, inside their one worker-thread hand-over
+polls = APIRouter(prefix=PREFIX, tags=["WLCG Tape REST API"], responses=_PROBLEMS)
 
 
 def _epoch(when: datetime | None) -> int | None:
@@ -158,20 +163,28 @@ def _cache_owner(caller: Caller) -> str:
     return caller.name + "\n" + "\n".join(areas)
 
 
-@router.get("/stage/{request_id}", response_model=StageStatusOut)
-@router.get("/stage/{request_id}/", response_model=StageStatusOut, include_in_schema=False)
-def stage_status(request_id: str, context: Context, session: DbSession, caller: CurrentCaller) -> Response:
-    # read on every call, cached or not: a document another process's cancel or delete made stale is never
-    # answered (carousel.api.status_cache)
-    request = status_case.status_request(session, caller, request_id)
-    body = context.status_cache.get_or_render(
-        _cache_owner(caller),
-        request_id,
-        partial(_status_document, session, caller, request_id, request),
-        partial(_status_document_apart, context, caller, request_id),
-        version=status_case.status_version(request),
-    )
+@polls.get("/stage/{request_id}", response_model=StageStatusOut)
+@polls.get("/stage/{request_id}/", response_model=StageStatusOut, include_in_schema=False)
+async def stage_status(request_id: str, request: Request, context: Context, _slot: DbSlot) -> Response:
+    """Polled by every client about once a second: its work is one hand-over to a worker thread, not one per
+    dependency (each costs two switches of the interpreter lock, more than the reads themselves)."""
+    body = await anyio.to_thread.run_sync(partial(_stage_status, context, request, request_id))
     return Response(body, media_type="application/json")
+
+
+def _stage_status(context: AppContext, request: Request, request_id: str) -> bytes:
+    caller = current_caller(request)  # charged to the rate limits
+    with (context.read_session_factory or context.session_factory)() as session:
+        # read on every call, cached or not: a document another process's cancel or delete made stale is
+        # never answered (carousel.api.status_cache)
+        found = status_case.status_request(session, caller, request_id)
+        return context.status_cache.get_or_render(
+            _cache_owner(caller),
+            request_id,
+            partial(_status_document, session, caller, request_id, found),
+            partial(_status_document_apart, context, caller, request_id),
+            version=status_case.status_version(found),
+        )
 
 
 @router.post("/stage/{request_id}/cancel", status_code=200, response_class=Response)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Request, Response
 
-from carousel.api.context import Context, CurrentCaller, DbSession, current_caller, public_base_url
+from carousel.api.context import Context, CurrentCaller, DbSession, calling, public_base_url
 from carousel.api.native import PREFIX, RequestId
 from carousel.api.problems import PROBLEM_JSON
 from carousel.api.webhook_schemas import WebhookIn, WebhookListOut, WebhookOut
@@ -24,9 +24,7 @@ _PROBLEMS: dict[int | str, dict[str, Any]] = {
     )
 }
 
-router = APIRouter(
-    prefix=PREFIX, tags=["native"], responses=_PROBLEMS, dependencies=[Depends(current_caller)]
-)
+router = APIRouter(prefix=PREFIX, tags=["native"], responses=_PROBLEMS, dependencies=[Depends(calling)])
 
 WebhookId = Annotated[str, Path(max_length=64)]
 
