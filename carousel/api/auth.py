@@ -40,25 +40,29 @@ def install_auth(
     )
 
 
-def identify(state: State, headers: Mapping[str, str], peer: str | None) -> Caller:
+def identify(
+    state: State, headers: Mapping[str, str], peer: str | None, *, autocommit: Session | None = None
+) -> Caller:
     """Who calls (401 without valid credentials, unless anonymous calls are allowed), after the call was
-    counted against the rate limits (429 over them)."""
+    counted against the rate limits (429 over them). `autocommit`: a session of statements committed on
+    their own that the route reads in next, to charge in (one connection checkout a call, not two)."""
     authenticator: Authenticator = state.authenticator
     caller = authenticator.authenticate(
         authorization=headers.get("authorization"), peer=peer, headers=headers
     )
     limiter: RateLimiter = state.rate_limiter
-    limiter.charge(caller)
+    limiter.charge(caller, autocommit=autocommit)
     return caller
 
 
-def current_caller(request: Request) -> Caller:
+def current_caller(request: Request, *, autocommit: Session | None = None) -> Caller:
     """The caller of this request: the one identified before its body was read (AuthenticateFirst), else
-    identified now."""
+    identified now (charged in `autocommit`, see identify)."""
     known: Caller | None = request.scope.get("state", {}).get(CALLER_IN_SCOPE)
     if known is not None:
         return known
-    return identify(request.app.state, request.headers, request.client.host if request.client else None)
+    peer = request.client.host if request.client else None
+    return identify(request.app.state, request.headers, peer, autocommit=autocommit)
 
 
 async def calling(request: Request) -> Caller:

@@ -89,8 +89,10 @@ class RateLimiter:
     def active(self) -> bool:
         return self._caller is not None or self._group is not None
 
-    def charge(self, caller: Caller) -> None:
-        """Take one call from the caller's and its group's buckets, or TooManyRequests (nothing taken)."""
+    def charge(self, caller: Caller, *, autocommit: Session | None = None) -> None:
+        """Take one call from the caller's and its group's buckets, or TooManyRequests (nothing taken).
+        `autocommit`: a session of this limiter's database whose statements commit on their own, to charge
+        one bucket in rather than checking out a connection of its own."""
         if not self.active:
             return
         wanted: dict[str, Rate] = {}
@@ -104,7 +106,7 @@ class RateLimiter:
         now = self._clock.now()
         try:
             # a deadlock or serialization failure is retried whole: the charge is only database work
-            wait_by_key = retrying()(self._take, wanted, now)
+            wait_by_key = retrying()(self._take, wanted, now, autocommit)
         except SQLAlchemyError as exc:
             # charged before the body is read (carousel.api.authenticate_first), outside the routes' own
             # database error handling: the same 503 here
@@ -122,10 +124,13 @@ class RateLimiter:
             )
         self._maybe_prune(now)
 
-    def _take(self, wanted: dict[str, Rate], now: datetime) -> dict[str, float]:
+    def _take(self, wanted: dict[str, Rate], now: datetime, autocommit: Session | None) -> dict[str, float]:
         """One token from each bucket, or none and the wait of each bucket that has none."""
         charges = [q.BucketCharge(key, rate.per_s, float(rate.burst)) for key, rate in sorted(wanted.items())]
-        if len(charges) == 1 and self._autocommit_factory is not None:
+        if len(charges) == 1 and autocommit is not None:
+            if q.take_token(autocommit, charges[0], now):
+                return {}
+        elif len(charges) == 1 and self._autocommit_factory is not None:
             with self._autocommit_factory() as session:
                 if q.take_token(session, charges[0], now):
                     return {}

@@ -173,8 +173,10 @@ async def stage_status(request_id: str, request: Request, context: Context, _slo
 
 
 def _stage_status(context: AppContext, request: Request, request_id: str) -> bytes:
-    caller = current_caller(request)  # charged to the rate limits
     with (context.read_session_factory or context.session_factory)() as session:
+        # charged to the rate limits in the session of the reads when its statements commit on their own
+        autocommit = session if context.read_session_factory is not None else None
+        caller = current_caller(request, autocommit=autocommit)
         # read on every call, cached or not: a document another process's cancel or delete made stale is
         # never answered (carousel.api.status_cache)
         found = status_case.status_request(session, caller, request_id)

@@ -36,7 +36,7 @@ LIBRARY = {
     "catalogue": {"generate": {"seed": 7, "cartridges": 20, "files_per_cartridge": 10}},
     "scale": 100.0,
 }
-CALLERS = ("alice", "carol", "dave", "erin")
+CALLERS = ("alice", "carol", "dave", "erin", "frank")
 BURST = 20  # calls each caller may make, across both processes: the rate refills one call per 1000 s
 QUEUED_FILES = 10  # per caller, across both processes
 
@@ -115,6 +115,24 @@ def test_the_call_rate_is_one_across_processes(services: Services) -> None:
     assert answers.count(200) == BURST
     assert answers.count(429) == BURST
     assert answers[:BURST] == [200] * BURST
+
+    # Tape REST status polls are charged in the session of their reads (statements committed on their
+    # own): the same one bucket across processes, the submit's call counted in it
+    created = httpx.post(
+        f"{services.first}/api/v1/stage",
+        json={"files": [{"path": services.paths[-1]}]},
+        headers=services.headers("frank"),
+    )
+    assert created.status_code == 201
+    status = f"/api/v1/stage/{created.json()['requestId']}"
+    polls = [
+        httpx.get(f"{url}{status}", headers=services.headers("frank")).status_code
+        for _ in range(BURST)
+        for url in (services.first, services.second)
+    ]
+    assert polls[: BURST - 1] == [200] * (BURST - 1)
+    assert polls.count(200) == BURST - 1
+    assert polls.count(429) == BURST + 1
 
 
 def test_the_queue_quota_is_one_across_processes(services: Services) -> None:
