@@ -7,6 +7,7 @@ of it.
 
 from __future__ import annotations
 
+import gc
 import signal
 import socket
 import threading
@@ -240,6 +241,7 @@ def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
         if scheduling is not None:
             scheduling[1].start()
         try:
+            _settled()
             server.run(sockets=[sock])
         finally:
             if scheduling is not None:
@@ -255,7 +257,15 @@ def api_worker(settings: Settings, host: str, port: int, index: int) -> None:
         # every line this worker logs says which worker it is (the calls' tasks and threads inherit it)
         structlog.contextvars.bind_contextvars(worker=index)
         server = uvicorn.Server(server_config(_app(parts), parts.settings, parts.metrics))
+        _settled()
         server.run(sockets=[sock])
+
+
+def _settled() -> None:
+    """Everything made at start (modules, app, settings, catalogue) kept out of the garbage collector's
+    full passes: they outlive the process, and each pass under load would walk them all again."""
+    gc.collect()
+    gc.freeze()
 
 
 def _describe_buffer(settings: Settings) -> str:
