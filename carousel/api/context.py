@@ -42,11 +42,13 @@ def app_context(request: Request) -> AppContext:
     return context
 
 
-# Requests holding a database session at once. Below the connection pool's 15 (SQLAlchemy's 5 + 10
-# overflow), leaving room for the scheduler and background renders. Without it, a crowd of requests fills
-# the 40 worker threads with checkouts waiting for a connection, while the requests holding the
-# connections wait for a thread to commit in: every request hangs until the pool times out.
-DB_SLOTS = 10
+# Requests holding a database session at once. Below the connection pool's 30 (carousel.db.engine: 20 +
+# 10 overflow), leaving room for rate charges, the scheduler and background renders. Without it, a crowd of
+# requests fills the 40 worker threads with checkouts waiting for a connection, while the requests holding
+# the connections wait for a thread to commit in: every request hangs until the pool times out. 10 slots
+# left a loaded process half idle, each slot's holder mostly waiting on its round trips (bench/load_test.py:
+# 92 calls/s at 10, 120-137 at 20 to 40, the process then at a full core).
+DB_SLOTS = 20
 
 
 async def db_slot(request: Request) -> AsyncIterator[None]:

@@ -91,6 +91,7 @@ def make_engine(source: Settings | str | URL, **kwargs: Any) -> Engine:
         _make_sqlite_behave(engine)
         return engine
     kwargs.setdefault("pool_pre_ping", True)
+    kwargs.setdefault("pool_size", 20)  # the API's 20 database slots (carousel.api.context), 10 more overflow
     return create_engine(url, **kwargs)
 
 
