@@ -21,14 +21,19 @@ mounts per cartridge:
 
 With the cartridges sorted by first arrival a_j, and n_j of them arriving at a_j or later:
 
-    drives   = max_j  a_j + (Σ_{i ≥ j} T_i − min(drives, n_j)·U_max) / drives
+    drives   = max_j  a_j + min_k (Σ_{i ≥ j} T_i + stagger_k − k·U_max) / drives, k ≤ min(drives, n_j)
     robots   = max_j  a_j + (n_j + max(0, n_j − drives))·robot_move / robots + load + least first read
     a tape   = max_tape (T_tape − U_tape)
     arrivals = max_file (arrival + [mount, if none of its cartridge came earlier] + least locate + overhead
                          + read)
     bound    = the largest of the four; `binding` names it
 
-Drives: the last unmount of each drive may end after the last file (hence the k·U_max taken off). Robots:
+Drives: the last unmount of each drive may end after the last file (hence the k·U_max taken off), and the k
+drives that read cartridges arriving from a_j on start them one robot move apart at best: the i-th of those
+first mounts (from 0) cannot begin its robot move before a_j + floor(i / robots)·robot_move (a robot moves one
+cartridge at a time), so Σ_{i<k} floor(i / robots)·robot_move of their time is no cartridge's work; k is any
+number up to min(drives, n_j), the least of the k terms counts (so the drives' term reads
+a_j + min_k (Σ_{i ≥ j} T_i + stagger_k − k·U_max) / drives). Robots:
 each cartridge arriving from a_j on needs a mount move after a_j, and every one of them that is not the last
 on its drive also a dismount move before the next mount on that drive (at most `drives` are last); the last
 of those moves is followed by a load and at least one read. Dismount delays, robot waits, cycle intervals and
@@ -301,11 +306,16 @@ def _terms(
         )
         for tape in tapes
     )
+    # the k-th drive to start the cartridges arriving from a_j on waits for the robots' k−1 moves before its
+    # own: Σ_{i<k} floor(i / robots)·robot_move of drive time that is no cartridge's work
+    staggers = np.cumsum(np.arange(drives) // robots) * profile.robot_exchange_s
     for index in range(len(tapes) - 1, -1, -1):  # latest first arrival first: suffix sums
         suffix += work[index][0]
         later = len(tapes) - index
         start = tapes[index].first_arrival_s
-        drives_s = max(drives_s, start + (suffix - min(drives, later) * last_unmount) / drives)
+        used = np.arange(1, min(drives, later) + 1)  # the drives that read any of them: some number of them
+        spread = float((suffix + staggers[used - 1] - used * last_unmount).min())
+        drives_s = max(drives_s, start + spread / drives)
         moves = later + max(0, later - drives)
         robots_s = max(
             robots_s, start + moves * profile.robot_exchange_s / robots + profile.load_s + least_first_read

@@ -40,8 +40,13 @@ def test_work_spreads_over_the_drives_and_a_late_arrival_can_decide():
     one_tape = physical_bound(make_trace(rows[:1]), PHYSICS, drives=1)
     four = physical_bound(make_trace(rows), PHYSICS, drives=2)
     unmount = PHYSICS.unmount_s(2 * GB, GB)
-    assert math.isclose(four.bound_s, (4 * one_tape.work_s - 2 * unmount) / 2)
+    robot = (
+        PHYSICS.profile.robot_exchange_s
+    )  # the second drive's first mount waits for the first's robot move
+    assert math.isclose(four.bound_s, (4 * one_tape.work_s + robot - 2 * unmount) / 2)
     assert four.binding == DRIVES
+    two_robots = physical_bound(make_trace(rows), PHYSICS, drives=2, robots=2)
+    assert math.isclose(two_robots.bound_s, (4 * one_tape.work_s - 2 * unmount) / 2)
     late = physical_bound(make_trace([*rows, row("/late", "E", 0, GB, arrival=10_000.0)]), PHYSICS, drives=2)
     assert math.isclose(
         late.bound_s, 10_000.0 + PHYSICS.mount_s() + PHYSICS.profile.per_file_overhead_s + PHYSICS.read_s(GB)
