@@ -74,7 +74,7 @@ _Ranked = tuple[tuple[bool, float, int, bool, float, datetime, str], TapeDemand,
 
 class CarouselPolicy:
     name = "carousel"
-    # as cta: the policy decides the mounts, the library reads each mount in shortest-locate order
+    # as cta: the policy decides the mounts, the library reads each mount in the fewest locates it finds
     library_needs = LibraryNeeds(HsmDiscipline.TAPE_ORDERED, read_order=HsmReadOrder.SHORTEST_LOCATE)
 
     def __init__(self, options: CarouselOptions | None = None) -> None:

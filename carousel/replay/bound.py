@@ -12,21 +12,28 @@ mounts per cartridge:
   the native rate and its unmount U_tape (the least rewind after reading them all + unload + robot); a second
   mount only adds, unless its rewinds were cheaper by more than a whole mount and unmount, which the minimum
   over one and two mounts covers;
-- on a cartridge of many wraps, the files' predecessors are distinct (`_mounts_and_locates`): a file is
-  followed by at most one other in its mount, so the locates of m mounts are at least those of the least
-  assignment of every file to its own predecessor among the other files' ends and m load points;
+- on a cartridge of many wraps, the files' predecessors and successors are distinct
+  (`_mounts_and_locates`): a mount is a path from its load point through its files, so the locates of m
+  mounts are at least those of the least assignment of every file to its own predecessor (another file's
+  end or one of m load points, each of which precedes a file) and its own successor (another file, or the
+  end of one of the m paths);
 - no cartridge is mounted before its first file arrives (a library mounts only cartridges with work).
 
 With the cartridges sorted by first arrival a_j, and n_j of them arriving at a_j or later:
 
-    drives   = max_j  a_j + (Σ_{i ≥ j} T_i − min(drives, n_j)·U_max) / drives
+    drives   = max_j  a_j + min_k (Σ_{i ≥ j} T_i + stagger_k − k·U_max) / drives, k ≤ min(drives, n_j)
     robots   = max_j  a_j + (n_j + max(0, n_j − drives))·robot_move / robots + load + least first read
     a tape   = max_tape (T_tape − U_tape)
     arrivals = max_file (arrival + [mount, if none of its cartridge came earlier] + least locate + overhead
                          + read)
     bound    = the largest of the four; `binding` names it
 
-Drives: the last unmount of each drive may end after the last file (hence the k·U_max taken off). Robots:
+Drives: the last unmount of each drive may end after the last file (hence the k·U_max taken off), and the k
+drives that read cartridges arriving from a_j on start them one robot move apart at best: the i-th of those
+first mounts (from 0) cannot begin its robot move before a_j + floor(i / robots)·robot_move (a robot moves one
+cartridge at a time), so Σ_{i<k} floor(i / robots)·robot_move of their time is no cartridge's work; k is any
+number up to min(drives, n_j), the least of the k terms counts (so the drives' term reads
+a_j + min_k (Σ_{i ≥ j} T_i + stagger_k − k·U_max) / drives). Robots:
 each cartridge arriving from a_j on needs a mount move after a_j, and every one of them that is not the last
 on its drive also a dismount move before the next mount on that drive (at most `drives` are last); the last
 of those moves is followed by a load and at least one read. Dismount delays, robot waits, cycle intervals and
@@ -168,38 +175,49 @@ def _mounts_and_locates(
     """The least handling (robot, load, unload, robot: `handling` a mount), rewinds and locates of reading
     every file of a cartridge of many wraps, in any number of mounts.
 
-    A mount reads a sequence of files from the load point, each file's locate starting where the file before
-    it ended (the load point for its first). So the reads of m mounts give every file its own predecessor:
-    another file's end, each taken at most once (a file is followed by at most one), or one of m load
-    points; their locates are the cost of that assignment, at least A_m, the least cost of any
-    (`linear_sum_assignment`; it may close cycles no read order has, so it is a lower bound, not an order).
-    A mount's rewind is at least `floor` (the least after reading any one file), a single mount's at least
-    `last` (after reading them all). So, with least the files' cheapest predecessors summed:
+    A mount reads a path of files: from a load point to its first file, from each file's end to the next
+    (a locate each), and from its last file to the mount's end (nothing: the head stops there). So the reads
+    of m mounts are an assignment (`_paths`): every file gets its own predecessor (another file's end or one
+    of the m load points) and its own successor (another file or one of m ends), every load point a file
+    after it. Its least cost A_m is at most the locates of any such reading (the assignment may close cycles
+    of files, which no read has, so it bounds, it is not an order). A mount's rewind is at least `floor` (the
+    least after reading any one file), a single mount's at least `last` (after reading them all). So:
     - one mount costs at least handling + last + A_1;
     - m mounts, 2 <= m <= M, at least m·(handling + floor) + A_m, which is at least the least assignment with
-      M load points costing handling + floor each (unused ones cost nothing), and at least
-      2·(handling + floor) + least;
-    - more than M mounts at least (M + 1)·(handling + floor) + least.
+      two load points that must each precede a file and M − 2 that may go unused (to an end, for nothing),
+      every used one costing handling + floor: the m mounts' own assignment is one of its assignments;
+    - more than M mounts at least (M + 1)·(handling + floor) + least, least the files' cheapest predecessors
+      summed (`_least_locates`).
     The least of the three is a bound on every way of reading them; M is taken large enough that the last
     does not decide.
     """
     count = len(positions)
-    cost = np.empty((count + 1, count), dtype=np.float64)
+    between = np.empty((count, count), dtype=np.float64)
     for start in range(0, count, _LOCATE_BLOCK):
         stop = min(count, start + _LOCATE_BLOCK)
-        cost[start:stop] = physics.locate_many(ends[start:stop, None], positions[None, :])
-    cost[np.arange(count), np.arange(count)] = np.inf  # a file does not precede itself
+        between[start:stop] = physics.locate_many(ends[start:stop, None], positions[None, :])
+    between[np.arange(count), np.arange(count)] = np.inf  # a file does not precede itself
     from_load = physics.locate_many(0.0, positions)
-    cost[count] = from_load
-    least = float(np.minimum(from_load, cost[:count].min(axis=0)).sum())
-    rows, columns = linear_sum_assignment(cost)
-    one_mount = float(cost[rows, columns].sum())
+    least = float(np.minimum(from_load, between.min(axis=0)).sum())
+    one_mount = _paths(between, from_load, forced=1, optional=0)
     per_mount = handling + floor
     mounts = max(2, math.ceil((one_mount + handling + last - least) / per_mount))
-    more = np.vstack((cost[:count], np.repeat((from_load + per_mount)[None, :], mounts, axis=0)))
-    rows, columns = linear_sum_assignment(more)
-    some_mounts = max(float(more[rows, columns].sum()), 2 * per_mount + least)
+    some_mounts = _paths(between, from_load + per_mount, forced=2, optional=mounts - 2)
     return min(handling + last + one_mount, some_mounts, (mounts + 1) * per_mount + least)
+
+
+def _paths(between: FloatArray, from_load: FloatArray, *, forced: int, optional: int) -> float:
+    """The least assignment of files to paths: rows the files' ends then the load points, columns the files
+    then as many path ends. A load point goes to a file (`from_load`), or, if it is optional, to an end for
+    nothing; a file goes to another file (`between`) or to an end for nothing."""
+    count = len(from_load)
+    loads = forced + optional
+    cost = np.zeros((count + loads, count + loads), dtype=np.float64)
+    cost[:count, :count] = between
+    cost[count:, :count] = from_load[None, :]
+    cost[count : count + forced, count:] = np.inf  # these load points must each be followed by a file
+    rows, columns = linear_sum_assignment(cost)
+    return float(cost[rows, columns].sum())
 
 
 def _least_locates(physics: TapePhysics, positions: FloatArray, ends: FloatArray) -> FloatArray:
@@ -288,11 +306,16 @@ def _terms(
         )
         for tape in tapes
     )
+    # the k-th drive to start the cartridges arriving from a_j on waits for the robots' k−1 moves before its
+    # own: Σ_{i<k} floor(i / robots)·robot_move of drive time that is no cartridge's work
+    staggers = np.cumsum(np.arange(drives) // robots) * profile.robot_exchange_s
     for index in range(len(tapes) - 1, -1, -1):  # latest first arrival first: suffix sums
         suffix += work[index][0]
         later = len(tapes) - index
         start = tapes[index].first_arrival_s
-        drives_s = max(drives_s, start + (suffix - min(drives, later) * last_unmount) / drives)
+        used = np.arange(1, min(drives, later) + 1)  # the drives that read any of them: some number of them
+        spread = float((suffix + staggers[used - 1] - used * last_unmount).min())
+        drives_s = max(drives_s, start + spread / drives)
         moves = later + max(0, later - drives)
         robots_s = max(
             robots_s, start + moves * profile.robot_exchange_s / robots + profile.load_s + least_first_read

@@ -402,7 +402,7 @@ class SimulatedOptions(_Strict):
     seed: int = 0  # picks the new cartridges
     lookup_timeout_s: Annotated[float, Field(gt=0)] = 10.0
     read_log: str | None = None  # a file: see hsm_adapters.simulated.read_log
-    # the order the library reads each batch in: carousel's (head position), or shortest-locate-first
+    # the order the library reads each batch in: carousel's (head position), or the fewest locates found
     read_order: ReadOrderName = "position"
 
 

@@ -121,12 +121,15 @@ def test_carousel_keeps_up_with_cta_on_modern_lto_bulk_requests():
 
 
 def test_carousel_on_a_popularity_skewed_batch_beats_cta_and_nears_the_robot_aware_bound():
-    # 1,000 files on 126 of 150 cartridges (Zipf), 12 LTO-9 drives: the robot binds. Handing each arriving
-    # file of the hottest cartridge to its drive at once made 2.3x the bound, the robot-aware order 1.36x,
-    # pacing the robot 1.35x (the batch's ten minutes of arrivals are a fifth of the bound at this size);
-    # full size in docs/policies.md
+    # 1,000 files on 126 of 150 cartridges (Zipf), 12 LTO-9 drives: the drives bind, the robot within 1 %
+    # (3,173 s and 3,150 s). Handing each arriving file of the hottest cartridge to its drive at once made
+    # 2.4x the bound, the robot-aware order 1.35x, pacing the robot 1.34x, the library's least-locate order
+    # 1.32x (the batch's ten minutes of arrivals are a fifth of the bound at this size); full size in
+    # docs/policies.md
     found = compared("zipf_batch", 0.05, ("cta", "carousel"))
-    assert found["carousel"]["bound_detail"]["binding"] == "robots"
-    assert found["carousel"]["makespan_over_bound"] <= 1.40
+    detail = found["carousel"]["bound_detail"]
+    assert detail["binding"] == "drives"
+    assert detail["robots_s"] >= 0.99 * detail["drives_s"]
+    assert found["carousel"]["makespan_over_bound"] <= 1.35
     rate = {p: s["throughput_bytes_per_s"] for p, s in found.items()}
     assert rate["carousel"] >= 1.05 * rate["cta"]
