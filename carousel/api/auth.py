@@ -55,9 +55,14 @@ def identify(
     return caller
 
 
-def current_caller(request: Request, *, autocommit: Session | None = None) -> Caller:
+def current_caller(request: Request) -> Caller:
     """The caller of this request: the one identified before its body was read (AuthenticateFirst), else
-    identified now (charged in `autocommit`, see identify)."""
+    identified now. (Usable as a dependency: its one parameter is the request.)"""
+    return caller_charged_in(request, None)
+
+
+def caller_charged_in(request: Request, autocommit: Session | None) -> Caller:
+    """current_caller, a caller identified now being charged in `autocommit` (see identify)."""
     known: Caller | None = request.scope.get("state", {}).get(CALLER_IN_SCOPE)
     if known is not None:
         return known

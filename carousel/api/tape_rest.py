@@ -12,6 +12,7 @@ import anyio.to_thread
 from fastapi import APIRouter, Depends, Request, Response
 from sqlalchemy.orm import Session
 
+from carousel.api.auth import caller_charged_in
 from carousel.api.context import (
     AppContext,
     Context,
@@ -20,7 +21,6 @@ from carousel.api.context import (
     DbSlot,
     after_commit,
     calling,
-    current_caller,
     public_base_url,
 )
 from carousel.api.limits import advertised_limits, queue_quota
@@ -184,7 +184,7 @@ def _stage_status(context: AppContext, request: Request, request_id: str) -> byt
     with (context.read_session_factory or context.session_factory)() as session:
         # charged to the rate limits in the session of the reads when its statements commit on their own
         autocommit = session if context.read_session_factory is not None else None
-        caller = current_caller(request, autocommit=autocommit)
+        caller = caller_charged_in(request, autocommit)
         # read on every call, cached or not: a document another process's cancel or delete made stale is
         # never answered (carousel.api.status_cache)
         found = status_case.status_request(session, caller, request_id)
