@@ -61,9 +61,15 @@ def current_caller(request: Request) -> Caller:
     return caller_charged_in(request, None)
 
 
+def _identified_first(request: Request) -> Caller | None:
+    """The caller AuthenticateFirst identified before the body was read, if it did."""
+    known: Caller | None = request.scope.get("state", {}).get(CALLER_IN_SCOPE)
+    return known
+
+
 def caller_charged_in(request: Request, autocommit: Session | None) -> Caller:
     """current_caller, a caller identified now being charged in `autocommit` (see identify)."""
-    known: Caller | None = request.scope.get("state", {}).get(CALLER_IN_SCOPE)
+    known = _identified_first(request)
     if known is not None:
         return known
     peer = request.client.host if request.client else None
@@ -74,7 +80,7 @@ async def calling(request: Request) -> Caller:
     """current_caller as a dependency: in the event loop when AuthenticateFirst has identified the caller
     (FastAPI runs a plain `def` dependency in a worker thread, a hand-over each way per call), else in a
     worker thread (identifying may read the database)."""
-    known: Caller | None = request.scope.get("state", {}).get(CALLER_IN_SCOPE)
+    known = _identified_first(request)
     if known is not None:
         return known
     return await anyio.to_thread.run_sync(current_caller, request)
