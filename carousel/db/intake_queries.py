@@ -36,7 +36,7 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
-from sqlalchemy.sql.elements import BindParameter
+from sqlalchemy.sql.elements import BindParameter, TextClause
 
 from carousel.db.link_start import recall_started, started_of_recall_in_flight
 from carousel.db.models import QueuedFileRow, RequestAlias, RequestFile, StageRequest, UtcDateTime
@@ -89,6 +89,10 @@ class NewFile(NamedTuple):
     library: str = DEFAULT_LIBRARY  # the library holding the copy chosen (docs/decisions.md §17)
 
 
+# Built once: a submit is on every stage call, and building an insert costs more than running it.
+_INSERT_REQUEST = REQUESTS.insert()
+
+
 def insert_request(
     session: Session,
     *,
@@ -104,19 +108,20 @@ def insert_request(
     colocation: str | None = None,
 ) -> None:
     session.execute(
-        REQUESTS.insert().values(
-            id=request_id,
-            owner=owner,
-            grp=group,
-            activity=activity,
-            priority=priority,
-            api=api,
-            state=RequestState.ACTIVE.value,
-            files_total=files_total,
-            client_info=client_info,
-            colocation=colocation,
-            created_at=now,
-        )
+        _INSERT_REQUEST,
+        {
+            "id": request_id,
+            "owner": owner,
+            "grp": group,
+            "activity": activity,
+            "priority": priority,
+            "api": api,
+            "state": RequestState.ACTIVE.value,
+            "files_total": files_total,
+            "client_info": client_info,
+            "colocation": colocation,
+            "created_at": now,
+        },
     )
 
 
@@ -234,17 +239,33 @@ _INSERT_LINKS = (
 )
 
 # PostgreSQL does both in one statement: the upsert's RETURNING feeds the links (no second parse, no
-# second index lookup per path).
+# second index lookup per path), and it answers how many links wait (none: the submit finishes the request).
 _RETURNING = "RETURNING files.id, files.path, files.state, files.on_disk, files.error"
 _QUEUE_POSTGRESQL = f"""
 WITH t AS MATERIALIZED (SELECT * FROM {_SOURCE["postgresql"]}),
-f AS ({_UPSERT_FILES.format(source="t")} {_RETURNING})
-{_INSERT_LINKS} {_LINK_COLUMNS} FROM f JOIN t ON t.path = f.path
+f AS ({_UPSERT_FILES.format(source="t")} {_RETURNING}),
+links AS ({_INSERT_LINKS} {_LINK_COLUMNS} FROM f JOIN t ON t.path = f.path RETURNING state)
+SELECT count(*) FROM links WHERE state = 'PENDING'
 """
 _QUEUE_SQLITE = (
     _UPSERT_FILES.format(source=_SOURCE["sqlite"]),
-    f"{_INSERT_LINKS} {_LINK_COLUMNS} FROM {_SOURCE['sqlite']} JOIN files AS f ON f.path = t.path",
+    f"{_INSERT_LINKS} {_LINK_COLUMNS} FROM {_SOURCE['sqlite']} JOIN files AS f ON f.path = t.path"
+    " RETURNING state",
 )
+# Sorting this many rows by path in the upsert wants more than the default work_mem to stay in memory.
+_BIG_SUBMIT = 10_000
+
+
+@functools.cache
+def _queue_statements(dialect: str) -> tuple[TextClause, ...]:
+    """The statements of queue_files, parsed once per dialect (each is long, and a submit is on every stage
+    call)."""
+    timestamp = bindparam("now", type_=UtcDateTime())
+    if dialect == "postgresql":
+        return (text(_QUEUE_POSTGRESQL).bindparams(timestamp),)
+    if dialect == "sqlite":
+        return tuple(text(statement).bindparams(timestamp) for statement in _QUEUE_SQLITE)
+    raise RuntimeError(f"carousel supports PostgreSQL and SQLite, not {dialect}")
 
 
 def _source_rows(files: Sequence[NewFile]) -> str:
@@ -259,8 +280,9 @@ def queue_files(
     group: str,
     priority: int,
     now: datetime,
-) -> None:
-    """Upsert the request's files and link them to it, in two set-based statements.
+) -> bool:
+    """Upsert the request's files and link them to it, in two set-based statements; True when a link is
+    left PENDING (the request cannot be done yet).
 
     New paths start as the library answered; active recalls are joined (their priority raised to ours);
     final recalls not on disk are queued anew: to QUEUED when the library knows the tape, else to UNRESOLVED
@@ -268,27 +290,22 @@ def queue_files(
     since the transition table allows a final recall no other way back. Paths must be distinct.
     """
     if not files:
-        return
+        return False
     dialect = session.get_bind().dialect.name
+    statements = _queue_statements(dialect)
     params = {"rows": _source_rows(files), "grp": group, "priority": priority, "now": now}
     now_s = epoch_s(now)
-    timestamp = bindparam("now", type_=UtcDateTime())
     if dialect == "postgresql":
-        # The upsert sorts its rows by path (the lock order); give the sort room to stay in memory.
-        session.execute(text("SET LOCAL work_mem = '64MB'"))
-        session.execute(
-            text(_QUEUE_POSTGRESQL).bindparams(timestamp),
-            {**params, "request_id": request_id, "now_s": now_s},
-        )
-    elif dialect == "sqlite":
-        upsert, link = _QUEUE_SQLITE
-        session.execute(text(upsert).bindparams(timestamp), params)
-        session.execute(
-            text(link).bindparams(timestamp),
-            {"rows": params["rows"], "request_id": request_id, "now": now, "now_s": now_s},
-        )
-    else:
-        raise RuntimeError(f"carousel supports PostgreSQL and SQLite, not {dialect}")
+        if len(files) >= _BIG_SUBMIT:
+            session.execute(text("SET LOCAL work_mem = '64MB'"))
+        pending = session.execute(statements[0], {**params, "request_id": request_id, "now_s": now_s})
+        return bool(pending.scalar_one())
+    upsert, link = statements
+    session.execute(upsert, params)
+    states = session.execute(
+        link, {"rows": params["rows"], "request_id": request_id, "now": now, "now_s": now_s}
+    )
+    return LinkState.PENDING.value in states.scalars().all()
 
 
 def touch_files_of_request(session: Session, request_id: str, now: datetime) -> None:
@@ -311,14 +328,22 @@ def get_request(session: Session, request_id: str) -> StageRequest | None:
     return session.get(StageRequest, request_id)
 
 
+_FINISH_IF_DONE = (
+    update(REQUESTS)
+    .where(
+        REQUESTS.c.id == bindparam("request_id"),
+        REQUESTS.c.state == RequestState.ACTIVE.value,
+        ~exists().where(
+            LINKS.c.request_id == bindparam("request_id"), LINKS.c.state == LinkState.PENDING.value
+        ),
+    )
+    .values(state=RequestState.DONE.value, completed_at=bindparam("now", type_=UtcDateTime()))
+)
+
+
 def finish_request_if_done(session: Session, request_id: str, now: datetime) -> bool:
     """ACTIVE -> DONE when no link of the request is PENDING any more. True if it became DONE."""
-    no_pending = ~exists().where(LINKS.c.request_id == request_id, LINKS.c.state == LinkState.PENDING.value)
-    result = session.execute(
-        update(REQUESTS)
-        .where(REQUESTS.c.id == request_id, REQUESTS.c.state == RequestState.ACTIVE.value, no_pending)
-        .values(state=RequestState.DONE.value, completed_at=now)
-    )
+    result = session.execute(_FINISH_IF_DONE, {"request_id": request_id, "now": now})
     done = bool(cast(CursorResult[Any], result).rowcount)
     if done:  # its webhooks' notifications, in this same transaction
         enqueue_deliveries(session, [request_id])

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import hashlib
 
-from sqlalchemy import func, select, text
-from sqlalchemy.orm import Session
+from sqlalchemy import Select, bindparam, func, select, text
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from carousel.db.models import RequestFile, StageRequest
 from carousel.domain.states import LinkState, RequestState
@@ -22,6 +22,7 @@ from carousel.domain.states import LinkState, RequestState
 # and "qg" in ASCII. The second key is the name's hash: two names with one hash only wait for each other.
 CALLER_QUOTA_LOCK = 0x7163
 GROUP_QUOTA_LOCK = 0x7167
+_HOLD = text("SELECT pg_advisory_xact_lock(:space, :key)")
 
 
 def hold_quotas(session: Session, owner: str | None, group: str | None) -> None:
@@ -34,9 +35,7 @@ def hold_quotas(session: Session, owner: str | None, group: str | None) -> None:
         return
     for space, name in ((CALLER_QUOTA_LOCK, owner), (GROUP_QUOTA_LOCK, group)):
         if name is not None:
-            session.execute(
-                text("SELECT pg_advisory_xact_lock(:space, :key)"), {"space": space, "key": _key_of(name)}
-            )
+            session.execute(_HOLD, {"space": space, "key": _key_of(name)})
 
 
 def _key_of(name: str) -> int:
@@ -45,29 +44,27 @@ def _key_of(name: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def queued_files_of_owner(session: Session, owner: str) -> int:
-    query = (
+def _queued_files_where(column: InstrumentedAttribute[str]) -> Select[int]:
+    """The count of a submit's quota check, built once (a submit counts twice): the name is bound."""
+    return (
         select(func.count())
         .select_from(RequestFile)
         .join(StageRequest, StageRequest.id == RequestFile.request_id)
         .where(
-            StageRequest.owner == owner,
+            column == bindparam("name"),
             StageRequest.state == RequestState.ACTIVE.value,
             RequestFile.state == LinkState.PENDING.value,
         )
     )
-    return int(session.scalar(query) or 0)
+
+
+_QUEUED_OF_OWNER = _queued_files_where(StageRequest.owner)
+_QUEUED_OF_GROUP = _queued_files_where(StageRequest.grp)
+
+
+def queued_files_of_owner(session: Session, owner: str) -> int:
+    return int(session.scalar(_QUEUED_OF_OWNER, {"name": owner}) or 0)
 
 
 def queued_files_of_group(session: Session, group: str) -> int:
-    query = (
-        select(func.count())
-        .select_from(RequestFile)
-        .join(StageRequest, StageRequest.id == RequestFile.request_id)
-        .where(
-            StageRequest.grp == group,
-            StageRequest.state == RequestState.ACTIVE.value,
-            RequestFile.state == LinkState.PENDING.value,
-        )
-    )
-    return int(session.scalar(query) or 0)
+    return int(session.scalar(_QUEUED_OF_GROUP, {"name": group}) or 0)

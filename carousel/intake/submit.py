@@ -201,8 +201,9 @@ def submit(
     )
     if order.alias is not None and not q.insert_alias(session, caller.name, order.alias, request_id):
         raise Conflict(f"alias {order.alias!r} already names a request of yours", field="alias")
-    q.queue_files(session, request_id, found, group=group, priority=order.priority, now=now)
+    pending = q.queue_files(session, request_id, found, group=group, priority=order.priority, now=now)
     if buffer.enabled:  # files already on disk that this request joins become the most recently used
         q.touch_files_of_request(session, request_id, now)
-    q.finish_request_if_done(session, request_id, now)
+    if not pending:  # every file was on disk already, or failed at once
+        q.finish_request_if_done(session, request_id, now)
     return Submitted(request_id, len(paths))

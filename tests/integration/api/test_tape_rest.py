@@ -81,6 +81,19 @@ def test_a_request_already_satisfied_is_complete_at_once(
     assert body["completedAt"] == body["createdAt"]
 
 
+def test_a_request_is_done_at_submit_only_when_no_file_waits(
+    api: SyncApi, library_paths: list[str], session_factory: sessionmaker[Session]
+) -> None:
+    waiting = stage(api, [library_paths[1], "/nowhere/at/all"])  # one file to recall, one failed at once
+    failed = stage(api, ["/nor/here", "/nor/there"])
+    with session_factory() as session:
+        states = {id_: state for id_, state in session.execute(select(StageRequest.id, StageRequest.state))}
+    assert states == {waiting: "ACTIVE", failed: "DONE"}
+    assert "completedAt" not in api.get(f"/api/v1/stage/{waiting}").json()
+    body = api.get(f"/api/v1/stage/{failed}").json()
+    assert body["completedAt"] == body["createdAt"]
+
+
 def test_unknown_fields_and_foreign_metadata_are_ignored(
     api: SyncApi, library_paths: list[str], session_factory: sessionmaker[Session]
 ) -> None:
