@@ -11,12 +11,16 @@ already and the count is taken holding the one write lock)."""
 from __future__ import annotations
 
 import hashlib
+from typing import cast
 
-from sqlalchemy import Select, bindparam, func, select, text
-from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy import Select, Table, bindparam, func, select, text
+from sqlalchemy.orm import Session
 
 from carousel.db.models import RequestFile, StageRequest
 from carousel.domain.states import LinkState, RequestState
+
+LINKS = cast(Table, RequestFile.__table__)
+REQUESTS = cast(Table, StageRequest.__table__)
 
 # The first key of the two-key advisory locks (a key space apart from the leader lock's one-key lock): "qc"
 # and "qg" in ASCII. The second key is the name's hash: two names with one hash only wait for each other.
@@ -44,22 +48,23 @@ def _key_of(name: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def _queued_files_where(column: InstrumentedAttribute[str]) -> Select[int]:
-    """The count of a submit's quota check, built once (a submit counts twice): the name is bound."""
+def _queued_files_where(column: str) -> Select[int]:
+    """The count of a submit's quota check, built once (a submit counts twice) in Core (the ORM's execution
+    layer cost more than the count): the name is bound."""
     return (
         select(func.count())
-        .select_from(RequestFile)
-        .join(StageRequest, StageRequest.id == RequestFile.request_id)
+        .select_from(LINKS)
+        .join(REQUESTS, REQUESTS.c.id == LINKS.c.request_id)
         .where(
-            column == bindparam("name"),
-            StageRequest.state == RequestState.ACTIVE.value,
-            RequestFile.state == LinkState.PENDING.value,
+            REQUESTS.c[column] == bindparam("name"),
+            REQUESTS.c.state == RequestState.ACTIVE.value,
+            LINKS.c.state == LinkState.PENDING.value,
         )
     )
 
 
-_QUEUED_OF_OWNER = _queued_files_where(StageRequest.owner)
-_QUEUED_OF_GROUP = _queued_files_where(StageRequest.grp)
+_QUEUED_OF_OWNER = _queued_files_where("owner")
+_QUEUED_OF_GROUP = _queued_files_where("grp")
 
 
 def queued_files_of_owner(session: Session, owner: str) -> int:
