@@ -7,7 +7,8 @@ stage FILES_PER_REQUEST random files of the simulated library through the Tape R
 request's status every POLL_INTERVAL_S (as gfal2 does) until its files ended or MAX_POLLS polls, then
 the next request. Any transport error or an unexpected status is an error. Bounded in time and count:
 every client stops at its deadline, having polled its last request at least once (so it may overrun the
-deadline by one call, and a slow machine still measures both calls), and every call has a timeout.
+deadline by one call, and a slow machine still measures both calls), and every call has a timeout. The
+clients start spread evenly over one poll interval (`--ramp`), as independent clients do.
 
 The baseline, measured first in the same run against the same service: one client alone.
 
@@ -16,6 +17,7 @@ each N in turn (each on a fresh database, baseline then load), and the calls per
 printed as a ratio to the first's.
 
 Run: .venv/bin/python -m bench.load_test [--clients 200] [--duration 60] [--baseline 10] [--workers 1,2]
+[--ramp S]
 (PostgreSQL admin URL from CAROUSEL_BENCH_DATABASE_URL, default postgresql+psycopg://postgres@127.0.0.1:5432/
 postgres; a throwaway database is created and dropped.) Exit status 1 if any call failed.
 """
@@ -119,9 +121,11 @@ async def _client(
     deadline: float,
     tally: Tally,
     poll_interval_s: float,
+    start_delay_s: float = 0.0,
 ) -> None:
     rng = random.Random(seed)
     headers = {"Authorization": f"Bearer {token}"}
+    await asyncio.sleep(start_delay_s)
     while time.monotonic() < deadline:
         files = [{"path": path} for path in rng.sample(paths, FILES_PER_REQUEST)]
         started = time.perf_counter()
@@ -159,12 +163,16 @@ def run_clients(
     paths: list[str],
     duration_s: float,
     poll_interval_s: float = POLL_INTERVAL_S,
+    ramp_s: float | None = None,
 ) -> Tally:
     """len(tokens) clients for duration_s, each with its own token and connection, as separate clients
-    have; returns what they measured. aiohttp on uvloop: the generator shares the machine with the service,
+    have; returns what they measured. The clients start evenly spread over `ramp_s` (default: one poll
+    interval), as independent clients do: all of them staging in the same millisecond would measure how long
+    a queue of 200 stage calls takes to drain, once, not the service's answer to clients polling each second. aiohttp on uvloop: the generator shares the machine with the service,
     and httpx cost it about five times the CPU a call (one shared pool of 200 connections, scanned on every
     call, cost it more still: it measured itself, not the service)."""
     tally = Tally()
+    ramp = poll_interval_s if ramp_s is None else ramp_s
 
     async def run() -> None:
         timeout = aiohttp.ClientTimeout(total=CALL_TIMEOUT_S)
@@ -184,7 +192,10 @@ def run_clients(
             deadline = time.monotonic() + duration_s
             async with asyncio.TaskGroup() as group:
                 for index, (http, token) in enumerate(zip(sessions, tokens, strict=True)):
-                    group.create_task(_client(http, token, paths, index, deadline, tally, poll_interval_s))
+                    delay = index * ramp / len(tokens)
+                    group.create_task(
+                        _client(http, token, paths, index, deadline, tally, poll_interval_s, delay)
+                    )
 
     started = time.monotonic()
     uvloop.run(run())
@@ -324,6 +335,7 @@ def run_load(
     command: str = "serve",
     workers: int | None = None,
     poll_interval_s: float = POLL_INTERVAL_S,
+    ramp_s: float | None = None,
 ) -> tuple[Tally, Tally]:
     """The baseline (one client for baseline_s), then `clients` clients for duration_s, on one service."""
     admin_url = admin_url or make_url(os.environ.get(ADMIN_URL_ENV, DEFAULT_ADMIN_URL))
@@ -334,7 +346,7 @@ def run_load(
         running_service(database_url, tokens, command, workers) as url,
     ):
         baseline = run_clients(url, tokens[:1], paths, baseline_s, poll_interval_s)
-        loaded = run_clients(url, tokens, paths, duration_s, poll_interval_s)
+        loaded = run_clients(url, tokens, paths, duration_s, poll_interval_s, ramp_s)
     return baseline, loaded
 
 
@@ -382,6 +394,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--poll-interval", type=float, default=POLL_INTERVAL_S, help="seconds between a client's polls"
     )
+    parser.add_argument(
+        "--ramp",
+        type=float,
+        default=None,
+        help="seconds over which the clients start (default: one poll interval; 0: all at once)",
+    )
     args = parser.parse_args(argv)
     runs: list[tuple[str, Tally, Tally]] = []
     for workers in args.workers or [None]:
@@ -392,6 +410,7 @@ def main(argv: list[str] | None = None) -> int:
             command=args.command,
             workers=workers,
             poll_interval_s=args.poll_interval,
+            ramp_s=args.ramp,
         )
         label = f"api --workers {workers}" if workers is not None else args.command
         runs.append((label, baseline, loaded))
