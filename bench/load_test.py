@@ -168,9 +168,10 @@ def run_clients(
     """len(tokens) clients for duration_s, each with its own token and connection, as separate clients
     have; returns what they measured. The clients start evenly spread over `ramp_s` (default: one poll
     interval), as independent clients do: all of them staging in the same millisecond would measure how long
-    a queue of 200 stage calls takes to drain, once, not the service's answer to clients polling each second. aiohttp on uvloop: the generator shares the machine with the service,
-    and httpx cost it about five times the CPU a call (one shared pool of 200 connections, scanned on every
-    call, cost it more still: it measured itself, not the service)."""
+    a queue of 200 stage calls takes to drain, once, not the service's answer to clients polling each
+    second. aiohttp on uvloop: the generator shares the machine with the service, and httpx cost it about
+    five times the CPU a call (one shared pool of 200 connections, scanned on every call, cost it more
+    still: it measured itself, not the service)."""
     tally = Tally()
     ramp = poll_interval_s if ramp_s is None else ramp_s
 
