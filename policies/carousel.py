@@ -75,7 +75,10 @@ _Ranked = tuple[tuple[bool, float, int, bool, float, datetime, str], TapeDemand,
 class CarouselPolicy:
     name = "carousel"
     # as cta: the policy decides the mounts, the library reads each mount in the fewest locates it finds
-    library_needs = LibraryNeeds(HsmDiscipline.TAPE_ORDERED, read_order=HsmReadOrder.SHORTEST_LOCATE)
+    # the library merges a batch for a cartridge being read with its unread files
+    library_needs = LibraryNeeds(
+        HsmDiscipline.TAPE_ORDERED, read_order=HsmReadOrder.SHORTEST_LOCATE, merge_batches=True
+    )
 
     def __init__(self, options: CarouselOptions | None = None) -> None:
         self.options = options or CarouselOptions()
