@@ -62,6 +62,9 @@ class CarouselOptions(BaseModel):
     # late binding in one batch once the drive has read what it holds: the library orders each batch for the
     # fewest locates, and a file handed over alone every cycle, as a large request arrives, defeats that
     join_when_read: bool = True
+    # ...or once the oldest of them has waited this long (None: only once the drive has read what it holds):
+    # a library that merges a batch with the unread files of its cartridge reads them in the running pass
+    join_after_s: float | None = Field(default=300.0, gt=0)
     costs: CostOptions = Field(default_factory=CostOptions)  # when the library publishes none
 
 
@@ -75,7 +78,7 @@ _Ranked = tuple[tuple[bool, float, int, bool, float, datetime, str], TapeDemand,
 class CarouselPolicy:
     name = "carousel"
     # as cta: the policy decides the mounts, the library reads each mount in the fewest locates it finds
-    # the library merges a batch for a cartridge being read with its unread files
+    # the library merges a batch for a cartridge being read with its unread files (join_after_s)
     library_needs = LibraryNeeds(
         HsmDiscipline.TAPE_ORDERED, read_order=HsmReadOrder.SHORTEST_LOCATE, merge_batches=True
     )
@@ -114,7 +117,9 @@ class CarouselPolicy:
                 waiting[tape.tape] = "not joining its mount: its retries have waited too long for a new one"
             elif tape.retries == tape.files:
                 waiting[tape.tape] = RETRIES_WAIT
-            elif options.join_when_read:
+            elif options.join_when_read and (
+                options.join_after_s is None or age_s(tape, now) < options.join_after_s
+            ):
                 waiting[tape.tape] = JOIN_WAIT
             else:
                 selections.append(self._selection(tape, on_drive=True))
