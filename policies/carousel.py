@@ -110,6 +110,7 @@ class CarouselPolicy:
 
         selections: list[Selection] = []
         waiting: dict[str, str] = {}
+        joins_at: datetime | None = None  # when the first waiting arrivals for a tape being read join it
         for tape in joining:
             if starving_without_drive and tape.oldest > starving_since:
                 waiting[tape.tape] = "not joining its mount: a tape waiting too long needs a drive"
@@ -121,16 +122,18 @@ class CarouselPolicy:
                 options.join_after_s is None or age_s(tape, now) < options.join_after_s
             ):
                 waiting[tape.tape] = JOIN_WAIT
+                if options.join_after_s is not None:
+                    joins_at = _earliest(joins_at, tape.oldest + timedelta(seconds=options.join_after_s), now)
             else:
                 selections.append(self._selection(tape, on_drive=True))
 
-        wake_at: datetime | None = None
+        wake_at = joins_at  # time alone makes those arrivals join
         in_use = len(busy)
         if in_use >= drives:
             # nothing to rank: every other tape waits, and only a tape starting to starve changes that
             waiting = {**no_drive, **waiting}
             if oldest is not None and joining:
-                wake_at = _earliest(None, oldest + timedelta(seconds=options.max_wait_s), now)
+                wake_at = _earliest(wake_at, oldest + timedelta(seconds=options.max_wait_s), now)
             return Plan(selections=tuple(selections), waiting=waiting, wake_at=wake_at)
 
         fixed_s = costs.mount_s + costs.unmount_s

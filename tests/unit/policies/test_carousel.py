@@ -67,6 +67,7 @@ def test_files_for_a_tape_being_read_join_it_once_the_oldest_has_waited_join_aft
     assert policy.library_needs.merge_batches
     young = policy.plan(snapshot(tape("A", 3, age_s=299), drives=1, in_flight=(busy("A", 2),)))
     assert chosen(young) == [] and young.waiting["A"] == JOIN_WAIT
+    assert young.wake_at == T0 + timedelta(seconds=1)  # time alone makes them join: the replay wakes then
     old = policy.plan(snapshot(tape("A", 3, age_s=300), tape("B", 9), drives=1, in_flight=(busy("A", 2),)))
     assert chosen(old) == ["A"] and "no free drive" in old.waiting["B"]
     only_when_read = carousel(join_after_s=None)
