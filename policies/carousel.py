@@ -62,6 +62,9 @@ class CarouselOptions(BaseModel):
     # late binding in one batch once the drive has read what it holds: the library orders each batch for the
     # fewest locates, and a file handed over alone every cycle, as a large request arrives, defeats that
     join_when_read: bool = True
+    # ...or once the oldest of them has waited this long (None: only once the drive has read what it holds):
+    # a library that merges a batch with the unread files of its cartridge reads them in the running pass
+    join_after_s: float | None = Field(default=300.0, gt=0)
     costs: CostOptions = Field(default_factory=CostOptions)  # when the library publishes none
 
 
@@ -75,7 +78,10 @@ _Ranked = tuple[tuple[bool, float, int, bool, float, datetime, str], TapeDemand,
 class CarouselPolicy:
     name = "carousel"
     # as cta: the policy decides the mounts, the library reads each mount in the fewest locates it finds
-    library_needs = LibraryNeeds(HsmDiscipline.TAPE_ORDERED, read_order=HsmReadOrder.SHORTEST_LOCATE)
+    # the library merges a batch for a cartridge being read with its unread files (join_after_s)
+    library_needs = LibraryNeeds(
+        HsmDiscipline.TAPE_ORDERED, read_order=HsmReadOrder.SHORTEST_LOCATE, merge_batches=True
+    )
 
     def __init__(self, options: CarouselOptions | None = None) -> None:
         self.options = options or CarouselOptions()
@@ -104,6 +110,7 @@ class CarouselPolicy:
 
         selections: list[Selection] = []
         waiting: dict[str, str] = {}
+        joins_at: datetime | None = None  # when the first waiting arrivals for a tape being read join it
         for tape in joining:
             if starving_without_drive and tape.oldest > starving_since:
                 waiting[tape.tape] = "not joining its mount: a tape waiting too long needs a drive"
@@ -111,18 +118,22 @@ class CarouselPolicy:
                 waiting[tape.tape] = "not joining its mount: its retries have waited too long for a new one"
             elif tape.retries == tape.files:
                 waiting[tape.tape] = RETRIES_WAIT
-            elif options.join_when_read:
+            elif options.join_when_read and (
+                options.join_after_s is None or age_s(tape, now) < options.join_after_s
+            ):
                 waiting[tape.tape] = JOIN_WAIT
+                if options.join_after_s is not None:
+                    joins_at = _earliest(joins_at, tape.oldest + timedelta(seconds=options.join_after_s), now)
             else:
                 selections.append(self._selection(tape, on_drive=True))
 
-        wake_at: datetime | None = None
+        wake_at = joins_at  # time alone makes those arrivals join
         in_use = len(busy)
         if in_use >= drives:
             # nothing to rank: every other tape waits, and only a tape starting to starve changes that
             waiting = {**no_drive, **waiting}
             if oldest is not None and joining:
-                wake_at = _earliest(None, oldest + timedelta(seconds=options.max_wait_s), now)
+                wake_at = _earliest(wake_at, oldest + timedelta(seconds=options.max_wait_s), now)
             return Plan(selections=tuple(selections), waiting=waiting, wake_at=wake_at)
 
         fixed_s = costs.mount_s + costs.unmount_s

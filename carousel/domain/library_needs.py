@@ -34,3 +34,7 @@ class LibraryNeeds:
     # files the HSM holds at once per class of service; the rest wait in line. A class not named is unbound.
     queue_depth: Mapping[str, int] = field(default_factory=dict)
     read_order: HsmReadOrder = HsmReadOrder.POSITION
+    # with the shortest_locate order: a batch for a cartridge that holds unread files is merged with them and
+    # ordered from the head (HPSS Tape Order Recall orders a tape's whole queue). False: each batch is ordered
+    # on its own and the batches of a cartridge are served in head order (CTA orders each batch it pops)
+    merge_batches: bool = False

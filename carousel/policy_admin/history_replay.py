@@ -207,6 +207,7 @@ def library_model(settings: Settings, profile: str | None, drives: int | None) -
             discipline=options.discipline,
             queue_depth=options.queue_depth,
             read_order=options.read_order,
+            merge_batches=options.merge_batches,
             new_media_fraction=options.new_media_fraction,
         )
     if profile is None:

@@ -6,8 +6,8 @@ library's set-up. A policy that declares nothing (a plug-in) gets the tape-order
 
 A library file (TOML) may set, all optional: `robots`, `dismount_delay_s`, `discipline` ("fifo" or
 "tape_ordered"), `queue_depth` (a table: class of service -> files), `read_order` ("position" or
-"shortest_locate"), `new_media_fraction`, and a `[faults]` table (docs/simulated-library.md). Keys it sets
-replace the policy's.
+"shortest_locate"), `merge_batches` (true or false), `new_media_fraction`, and a `[faults]` table
+(docs/simulated-library.md). Keys it sets replace the policy's.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ def policy_setup(needs: LibraryNeeds) -> LibrarySetup:
         _DISCIPLINES[needs.discipline],
         queue_depth=dict(needs.queue_depth),
         read_order=_READ_ORDERS[needs.read_order],
+        merge_batches=needs.merge_batches,
     )
 
 
@@ -49,6 +50,7 @@ class LibraryFile(BaseModel):
     discipline: Discipline | None = None
     queue_depth: dict[str, Annotated[int, Field(ge=1)]] | None = None
     read_order: ReadOrderName | None = None
+    merge_batches: bool | None = None
     new_media_fraction: Annotated[float, Field(ge=0, le=1)] | None = None
     faults: dict[str, Any] | None = None
 
@@ -79,6 +81,7 @@ def apply_library_file(
         discipline=changes.discipline or setup.discipline,
         queue_depth=dict(changes.queue_depth) if changes.queue_depth is not None else setup.queue_depth,
         read_order=changes.read_order or setup.read_order,
+        merge_batches=setup.merge_batches if changes.merge_batches is None else changes.merge_batches,
         robots=changes.robots or setup.robots,
         dismount_delay_s=(
             changes.dismount_delay_s if changes.dismount_delay_s is not None else setup.dismount_delay_s

@@ -404,6 +404,8 @@ class SimulatedOptions(_Strict):
     read_log: str | None = None  # a file: see hsm_adapters.simulated.read_log
     # the order the library reads each batch in: carousel's (head position), or the fewest locates found
     read_order: ReadOrderName = "position"
+    # with shortest_locate: a batch for a cartridge with unread files merges with them, ordered from the head
+    merge_batches: bool = False
 
 
 def parse_options(options: Mapping[str, object]) -> SimulatedOptions:
@@ -426,6 +428,7 @@ def build_simulated_adapter(options: Mapping[str, object], clock: Clock) -> Simu
         discipline=parsed.discipline,
         queue_depth=parsed.queue_depth,
         read_order=parsed.read_order,
+        merge_batches=parsed.merge_batches,
         robots=parsed.robots,
         dismount_delay_s=parsed.dismount_delay_s,
         new_media_fraction=parsed.new_media_fraction,

@@ -10,12 +10,13 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 from hsm_adapters.simulated.catalogue import Catalogue
 from hsm_adapters.simulated.faults import FaultPlan
 from hsm_adapters.simulated.library import Discipline, Library
 from hsm_adapters.simulated.physics import TapePhysics
-from hsm_adapters.simulated.read_order import ReadOrderName
+from hsm_adapters.simulated.read_order import ReadOrderName, order_from
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +27,9 @@ class LibrarySetup:
     queue_depth: Mapping[str, int] = field(default_factory=dict)  # class of service -> files; others unbound
     # the order each batch is read in; applied by the adapter (SimulatedAdapter's read_order)
     read_order: ReadOrderName = "position"
+    # with the shortest_locate order: a batch for a cartridge with unread files is merged with them, in that
+    # order from the head (Library's merge_order)
+    merge_batches: bool = False
     robots: int = 1
     dismount_delay_s: float | None = None  # None: the profile's
     new_media_fraction: float = 0.0  # share of cartridges that pay the first-load penalty
@@ -34,7 +38,13 @@ class LibrarySetup:
     def describe(self) -> str:
         depth = ", ".join(f"{c} {d}" for c, d in sorted(self.queue_depth.items())) or "none"
         order = self.read_order.replace("_", "-")
-        return f"{self.discipline.value} discipline, queue depth {depth}, {order} order"
+        merged = ", batches merged" if self.merges else ""
+        return f"{self.discipline.value} discipline, queue depth {depth}, {order} order{merged}"
+
+    @property
+    def merges(self) -> bool:
+        """Whether a batch for a cartridge with unread files is merged with them (shortest_locate only)."""
+        return self.merge_batches and self.read_order == "shortest_locate"
 
 
 def build_library(
@@ -55,4 +65,5 @@ def build_library(
         faults=setup.faults,
         new_cartridges=new_media,
         dismount_delay_s=setup.dismount_delay_s,
+        merge_order=partial(order_from, physics) if setup.merges else None,
     )

@@ -29,7 +29,7 @@ import math
 import random
 from bisect import bisect_left, insort
 from collections import deque
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from operator import itemgetter
@@ -89,6 +89,8 @@ _ADMIT, _DRIVE_DOWN, _DRIVE_UP, _OFFLINE_START, _OFFLINE_END, _STALL_START, _STA
 _DRIVE_EVENTS = _DRIVE_FREE
 
 _UNLIMITED = 1 << 62
+# (head byte, positions, sizes) -> indices into positions in the order to read them (read_order.order_from)
+MergeOrder = Callable[[int, list[int], list[int]], list[int]]
 _head_position = itemgetter(0)
 
 
@@ -222,6 +224,7 @@ class Library:
         faults: FaultPlan | None = None,
         new_cartridges: Collection[str] = (),
         dismount_delay_s: float | None = None,
+        merge_order: MergeOrder | None = None,
     ) -> None:
         if drives < 1:
             raise ConfigError(f"drives must be at least 1, got {drives}")
@@ -250,6 +253,9 @@ class Library:
         if self._dismount_delay_s < 0:
             raise ConfigError(f"dismount_delay_s must be >= 0, got {self._dismount_delay_s}")
         self._mount_limits = (profile.mount_limit_soft, profile.mount_limit_hard)
+        # tape_ordered: a batch for a cartridge that holds unread files is merged with them into one run,
+        # in this order from the head (None: each batch stays a run of its own, served in head order)
+        self._merge_order = merge_order if self._tape_ordered else None
 
         self._drives = [_Drive(i) for i in range(drives)]
         self._empty = list(range(drives))  # a heap of drive indices: the lowest empty drive is used first
@@ -582,6 +588,32 @@ class Library:
                 self._overflow += 1
             else:
                 self._admit(recall, t)
+        if self._merge_order is not None and len(cartridge.heads) > 1:
+            self._merge_runs(cartridge, self._merge_order)
+
+    def _merge_runs(self, cartridge: _Cartridge, merge_order: MergeOrder) -> None:
+        """The unread files of every run of the cartridge, in one run ordered from where its head is (the
+        load point unless a drive holds it mounted): a batch that arrives while the cartridge is read joins
+        the pass instead of waiting for a pass of its own. Nothing is dropped or added, only reordered."""
+        runs = [run for _, _, run in cartridge.heads]
+        recalls = [recall for run in runs for recall in run.files if recall.state == _QUEUED]
+        drive = cartridge.drive
+        mounted = drive is not None and drive.mounted and drive.tape is cartridge and not cartridge.leaving
+        head = drive.head if drive is not None and mounted else 0
+        order = merge_order(head, [r.position for r in recalls], [r.size for r in recalls])
+        merged = _Run()
+        for index in order:
+            recall = recalls[index]
+            recall.run = merged
+            merged.files.append(recall)
+        for run in runs:
+            run.files.clear()
+            run.in_heads = False
+        cartridge.heads.clear()
+        if merged.files:
+            merged.in_heads = True
+            first = merged.files[0]
+            cartridge.heads.append((first.position, first.seq, merged))
 
     def _reject(self, key: str, path: str, batch: Batch, t: float, reason: str) -> None:
         self._failed += 1

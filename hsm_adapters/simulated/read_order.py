@@ -43,13 +43,7 @@ def locate_order(physics: TapePhysics, batch: Batch) -> Batch:
         return batch
     positions = [f.position_bytes for f in batch.files]
     sizes = [f.size_bytes for f in batch.files]
-    order = greedy = shortest_locate_first(physics, 0, positions, sizes)
-    if len(positions) <= _ASSIGNED_MAX:
-        patched = least_locate_order(physics, positions, sizes)
-        cheaper = path_locate_s(physics, positions, sizes, patched) < path_locate_s(
-            physics, positions, sizes, greedy
-        )
-        order = patched if cheaper else greedy
+    order = order_from(physics, 0, positions, sizes)
     return Batch(
         key=batch.key,
         tape=batch.tape,
@@ -58,23 +52,41 @@ def locate_order(physics: TapePhysics, batch: Batch) -> Batch:
     )
 
 
-def path_locate_s(physics: TapePhysics, positions: list[int], sizes: list[int], order: list[int]) -> float:
-    """The locate seconds of reading the files in `order` from the load point."""
+def order_from(physics: TapePhysics, head_byte: int, positions: list[int], sizes: list[int]) -> list[int]:
+    """Indices into `positions` in the order of the fewest locate seconds found from a head at `head_byte`
+    (0: the load point): the patched least assignment, or greedy shortest-locate-first where that is cheaper
+    or the batch is over `_ASSIGNED_MAX` files."""
+    order = greedy = shortest_locate_first(physics, head_byte, positions, sizes)
+    if 2 <= len(positions) <= _ASSIGNED_MAX:
+        patched = least_locate_order(physics, positions, sizes, head_byte)
+        cheaper = path_locate_s(physics, positions, sizes, patched, head_byte) < path_locate_s(
+            physics, positions, sizes, greedy, head_byte
+        )
+        order = patched if cheaper else greedy
+    return order
+
+
+def path_locate_s(
+    physics: TapePhysics, positions: list[int], sizes: list[int], order: list[int], head_byte: int = 0
+) -> float:
+    """The locate seconds of reading the files in `order` from a head at `head_byte` (the load point)."""
     starts = np.asarray(positions, dtype=np.float64)[order]
     ends = starts + np.asarray(sizes, dtype=np.float64)[order]
-    heads = np.concatenate(([0.0], ends[:-1]))
+    heads = np.concatenate(([float(head_byte)], ends[:-1]))
     return float(physics.locate_many(heads, starts).sum())
 
 
-def least_locate_order(physics: TapePhysics, positions: list[int], sizes: list[int]) -> list[int]:
+def least_locate_order(
+    physics: TapePhysics, positions: list[int], sizes: list[int], head_byte: int = 0
+) -> list[int]:
     """Indices into `positions` in the order to read them: the least successor assignment, its cycles
-    patched into one path from the load point (node n)."""
+    patched into one path from the head at `head_byte` (node n; 0, the load point, by default)."""
     count = len(positions)
     starts = np.asarray(positions, dtype=np.float64)
     ends = starts + np.asarray(sizes, dtype=np.float64)
     cost = np.zeros((count + 1, count + 1), dtype=np.float64)  # column n: the path ends, for nothing
     cost[:count, :count] = physics.locate_many(ends[:, None], starts[None, :])
-    cost[count, :count] = physics.locate_many(0.0, starts)
+    cost[count, :count] = physics.locate_many(float(head_byte), starts)
     np.fill_diagonal(cost, np.inf)  # a file does not follow itself
     rows, columns = linear_sum_assignment(cost)
     successor: IntArray = np.empty(count + 1, dtype=np.int64)

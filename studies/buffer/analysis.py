@@ -88,7 +88,7 @@ def buffer_comparisons(analysis: BufferAnalysis) -> tuple[Comparison, ...]:
             unit="ratio",
             tolerance=0.15,
             basis="checked",
-            note="the law sizes the mean; mounts deliver in bursts, so exactly that size falls short",
+            note="the law sizes the mean; mounts deliver in bursts, so exactly that size may fall short",
         )
     ]
     for run in analysis.limited():

@@ -28,7 +28,7 @@ DECLARED = {
     "fifo": LibrarySetup(Discipline.FIFO),
     "star2006": LibrarySetup(Discipline.FIFO, queue_depth={"default": 30, "raw": 20}),
     "cta": LibrarySetup(Discipline.TAPE_ORDERED, read_order="shortest_locate"),
-    "carousel": LibrarySetup(Discipline.TAPE_ORDERED, read_order="shortest_locate"),
+    "carousel": LibrarySetup(Discipline.TAPE_ORDERED, read_order="shortest_locate", merge_batches=True),
 }
 
 
@@ -110,6 +110,11 @@ def test_a_library_file_replaces_the_keys_it_sets_and_keeps_the_policys_others()
     assert setup.read_order == DECLARED["star2006"].read_order
     reordered = replay_library(one_tape(), config("carousel", library=LibraryFile(read_order="position")))
     assert reordered.setup.read_order == "position"
+    assert reordered.setup.merge_batches and not reordered.setup.merges  # merging needs the locate order
+    unmerged = replay_library(one_tape(), config("carousel", library=LibraryFile(merge_batches=False)))
+    assert not unmerged.setup.merges
+    merged = replay_library(one_tape(), config("cta", library=LibraryFile(merge_batches=True)))
+    assert merged.setup.merges and merged.setup.describe().endswith("shortest-locate order, batches merged")
 
 
 def whole_tape(built: ReplayLibrary) -> Batch:

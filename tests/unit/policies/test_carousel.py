@@ -59,6 +59,22 @@ def test_files_for_a_tape_in_flight_join_it_once_the_drive_has_read_what_it_hold
     assert chosen(plan) == ["A"]
 
 
+def test_files_for_a_tape_being_read_join_it_once_the_oldest_has_waited_join_after_s():
+    # the library merges them with the unread files of the running pass (merge_batches): a batch that arrives
+    # over ten minutes reaches the drive every join_after_s, not in a pass of its own after the first one
+    policy = carousel()
+    assert policy.options.join_after_s == 300.0
+    assert policy.library_needs.merge_batches
+    young = policy.plan(snapshot(tape("A", 3, age_s=299), drives=1, in_flight=(busy("A", 2),)))
+    assert chosen(young) == [] and young.waiting["A"] == JOIN_WAIT
+    assert young.wake_at == T0 + timedelta(seconds=1)  # time alone makes them join: the replay wakes then
+    old = policy.plan(snapshot(tape("A", 3, age_s=300), tape("B", 9), drives=1, in_flight=(busy("A", 2),)))
+    assert chosen(old) == ["A"] and "no free drive" in old.waiting["B"]
+    only_when_read = carousel(join_after_s=None)
+    plan = only_when_read.plan(snapshot(tape("A", 3, age_s=10**4), drives=1, in_flight=(busy("A", 2),)))
+    assert chosen(plan) == [] and plan.waiting["A"] == JOIN_WAIT
+
+
 ROBOT_COSTS = replace(COSTS, robot_s=60.0)
 
 

@@ -13,7 +13,7 @@ from hsm_adapters.base import Batch, BatchFile, EventKind, HsmAdapter
 from hsm_adapters.simulated.adapter import SimulatedAdapter, build_simulated_adapter, parse_options
 from hsm_adapters.simulated.physics import TapePhysics, shortest_locate_first
 from hsm_adapters.simulated.profiles import load_profile
-from hsm_adapters.simulated.read_order import least_locate_order, locate_order, path_locate_s
+from hsm_adapters.simulated.read_order import least_locate_order, locate_order, order_from, path_locate_s
 
 
 def library(clock: ManualClock, **options: object) -> SimulatedAdapter:
@@ -165,3 +165,58 @@ def test_on_a_hot_cartridge_the_order_is_near_the_assignment_that_bounds_every_o
     greedy = locates(physics, positions, size_list, shortest_locate_first(physics, 0, positions, size_list))
     assert assignment - 1e-6 <= ours <= 1.01 * assignment
     assert greedy >= 1.05 * assignment
+
+
+def test_a_batch_for_a_cartridge_being_read_joins_its_pass_read_from_the_head_once_each():
+    """Half the cartridge's files, then, while the drive reads them, the other half: the library reads the
+    unread files of the first batch and the second batch in one pass, ordered from where the head is
+    (`order_from`), every file once (`merge_batches`); a library that keeps each batch a run of its own (the
+    default) reads all of them too, in more locate seconds."""
+    results = {}
+    for name in ("merged", "alone"):
+        clock = ManualClock()
+        adapter = library(clock, read_order="shortest_locate", merge_batches=name == "merged")
+        batch = whole_tape(adapter)
+        first = Batch(key="first", tape=batch.tape, files=batch.files[::2])
+        second = Batch(key="second", tape=batch.tape, files=batch.files[1::2])
+        adapter.submit(first)
+        clock.advance(300)  # mounted (robot and load) and a few files read
+        before = adapter.poll_events()
+        started = [e.file_key for e in before if e.kind is EventKind.FILE_STARTED]
+        assert 0 < len(started) < len(first.files)
+        head = adapter.library._drives[0].head  # the end of the file being read
+        adapter.submit(second)
+        clock.advance(10**6)
+        after = adapter.poll_events()
+        later = [e.file_key for e in after if e.kind is EventKind.FILE_STARTED]
+        staged = [e.file_key for e in before + after if e.kind is EventKind.FILE_STAGED]
+        assert sorted(staged, key=int) == [f.key for f in batch.files]  # every file once, none lost
+        assert sorted(started + later, key=int) == [f.key for f in batch.files]
+        unread = [f for f in batch.files if f.key not in set(started)]
+        physics = adapter.library.physics
+        positions = [f.position_bytes for f in unread]
+        sizes = [f.size_bytes for f in unread]
+        if name == "merged":
+            assert later == [unread[i].key for i in order_from(physics, head, positions, sizes)]
+        by_key = {f.key: f for f in batch.files}
+        path = [by_key[k] for k in started + later if k is not None]
+        results[name] = path_locate_s(
+            physics, [f.position_bytes for f in path], [f.size_bytes for f in path], list(range(len(path)))
+        )
+    assert results["merged"] < results["alone"]
+
+
+def test_the_order_from_a_head_is_a_permutation_no_dearer_than_greedy_from_there():
+    physics = TapePhysics(load_profile("lto9"))
+    capacity = physics.profile.capacity_bytes
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        count = int(rng.integers(1, 40))
+        positions = rng.integers(0, capacity - 10**11, size=count).tolist()
+        sizes = rng.integers(10**8, 10**10, size=count).tolist()
+        head = int(rng.integers(0, capacity - 10**11))
+        order = order_from(physics, head, positions, sizes)
+        assert sorted(order) == list(range(count))
+        greedy = shortest_locate_first(physics, head, positions, sizes)
+        ours_s = path_locate_s(physics, positions, sizes, order, head)
+        assert ours_s <= path_locate_s(physics, positions, sizes, greedy, head) + 1e-9
