@@ -42,8 +42,8 @@ def app_context(request: Request) -> AppContext:
     return context
 
 
-# Requests holding a database session at once. Below the connection pool's 30 (carousel.db.engine: 20 +
-# 10 overflow), leaving room for rate charges, the scheduler and background renders. Without it, a crowd of
+# Requests holding a database session at once. Below the connection pool's 30 (carousel.db.engine),
+# leaving room for rate charges, the scheduler and background renders. Without it, a crowd of
 # requests fills the 40 worker threads with checkouts waiting for a connection, while the requests holding
 # the connections wait for a thread to commit in: every request hangs until the pool times out. 10 slots
 # left a loaded process half idle, each slot's holder mostly waiting on its round trips (bench/load_test.py:

@@ -91,7 +91,11 @@ def make_engine(source: Settings | str | URL, **kwargs: Any) -> Engine:
         _make_sqlite_behave(engine)
         return engine
     kwargs.setdefault("pool_pre_ping", True)
-    kwargs.setdefault("pool_size", 20)  # the API's 20 database slots (carousel.api.context), 10 more overflow
+    # The API's 20 database slots (carousel.api.context) and 10 more for rate charges and renders outside
+    # them, all kept once opened: an overflow connection is closed when it comes back, so a loaded API
+    # opened a new connection (a PostgreSQL backend started) about ten times a second.
+    if "pool_size" not in kwargs:
+        kwargs.update(pool_size=30, max_overflow=0)
     return create_engine(url, **kwargs)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,30 @@ def test_sqlite_pragmas(tmp_path: Path) -> None:
             assert connection.execute(text("PRAGMA foreign_keys")).scalar_one() == 1
             assert connection.execute(text("PRAGMA journal_mode")).scalar_one() == "wal"
             assert connection.execute(text("PRAGMA busy_timeout")).scalar_one() > 0
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize(
+    "fresh_database_url", [pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
+)
+def test_postgresql_keeps_every_connection_it_opened(fresh_database_url: URL) -> None:
+    """A burst of 25 checkouts leaves 25 connections in the pool: none is closed on its return (a closed one
+    would start a new PostgreSQL backend for the next burst)."""
+    engine = make_engine(fresh_database_url)
+    try:
+        with ExitStack() as stack:
+            backends = {
+                stack.enter_context(engine.connect()).execute(text("SELECT pg_backend_pid()")).scalar_one()
+                for _ in range(25)
+            }
+        assert len(backends) == 25
+        with ExitStack() as stack:
+            again = {
+                stack.enter_context(engine.connect()).execute(text("SELECT pg_backend_pid()")).scalar_one()
+                for _ in range(25)
+            }
+        assert again == backends
     finally:
         engine.dispose()
 
