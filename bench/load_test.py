@@ -14,7 +14,8 @@ The baseline, measured first in the same run against the same service: one clien
 
 With --workers 1,2 the service is `carousel api --workers N` beside one `carousel scheduler`, measured for
 each N in turn (each on a fresh database, baseline then load), and the calls per second of each N are
-printed as a ratio to the first's.
+printed as a ratio to the first's. Under load, the cores each kind of process used are printed too (CPU time
+from /proc: the API, the scheduler, PostgreSQL's backends of the run's database, the generator).
 
 Run: .venv/bin/python -m bench.load_test [--clients 200] [--duration 60] [--baseline 10] [--workers 1,2]
 [--ramp S]
@@ -41,6 +42,7 @@ import time
 from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +52,7 @@ import uvloop
 from sqlalchemy import create_engine, make_url, text
 from sqlalchemy.engine import URL
 
+from bench.process_cpu import CoresUsed, postgres_backends, with_descendants
 from carousel.domain.clock import ManualClock
 from hsm_adapters.simulated.adapter import build_simulated_adapter
 
@@ -77,6 +80,7 @@ class Tally:
     errors: int = 0
     error_samples: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    cores: dict[str, float] = field(default_factory=dict)  # CPU seconds per second by process role
 
     def record(self, kind: str, seconds: float) -> None:
         self.latencies[kind].append(seconds)
@@ -280,11 +284,15 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def running_service(
-    database_url: URL, tokens: list[str], command: str = "serve", workers: int | None = None
+    database_url: URL,
+    tokens: list[str],
+    command: str = "serve",
+    workers: int | None = None,
+    pids: list[int] | None = None,
 ) -> Iterator[str]:
     """`carousel db upgrade` and `carousel <command>` (serve: API and scheduler; api: the API alone) on a
     free loopback port; yields its base URL. With `workers`: `carousel api --workers N` and a `carousel
-    scheduler` beside it."""
+    scheduler` beside it. `pids` gets the started processes' ids, in that order."""
     carousel = str(Path(sys.executable).with_name("carousel"))
     with tempfile.TemporaryDirectory(prefix="carousel-load-") as tmp:
         directory = Path(tmp)
@@ -304,6 +312,8 @@ def running_service(
             with log.open("wb") as sink:
                 for argv in commands:
                     processes.append(subprocess.Popen(argv, env=env, stdout=sink, stderr=subprocess.STDOUT))
+            if pids is not None:
+                pids.extend(process.pid for process in processes)
             url = f"http://127.0.0.1:{port}"
             _wait_ready(url, processes[0], log)
             yield url
@@ -342,13 +352,28 @@ def run_load(
     admin_url = admin_url or make_url(os.environ.get(ADMIN_URL_ENV, DEFAULT_ADMIN_URL))
     tokens = [secrets.token_urlsafe(24) for _ in range(clients)]
     paths = library_paths()
+    pids: list[int] = []
     with (
         throwaway_database(admin_url) as database_url,
-        running_service(database_url, tokens, command, workers) as url,
+        running_service(database_url, tokens, command, workers, pids) as url,
     ):
         baseline = run_clients(url, tokens[:1], paths, baseline_s, poll_interval_s)
+        cores = CoresUsed(partial(_roles, pids, str(database_url.database), workers is not None))
+        cores.start()
         loaded = run_clients(url, tokens, paths, duration_s, poll_interval_s, ramp_s)
+        loaded.cores = cores.stop()
     return baseline, loaded
+
+
+def _roles(pids: list[int], database: str, apart: bool) -> dict[str, set[int]]:
+    """The processes of each role: the API and the scheduler apart (`apart`) or one service, PostgreSQL's
+    backends of the run's database, and this process, which generates the load."""
+    service = {"api": {pids[0]}, "scheduler": {pids[1]}} if apart else {"service": {pids[0]}}
+    return {
+        **{role: with_descendants(roots) for role, roots in service.items()},
+        "postgresql": postgres_backends(database),
+        "generator": {os.getpid()},
+    }
 
 
 def _line(label: str, tally: Tally) -> str:
@@ -360,6 +385,9 @@ def _line(label: str, tally: Tally) -> str:
         parts.append(
             f"  {kind:6s} n={len(values):6d}  p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  max {worst:7.1f} ms"
         )
+    if tally.cores:
+        used = ", ".join(f"{role} {cores:.2f}" for role, cores in tally.cores.items())
+        parts.append(f"  cores used: {used} (total {sum(tally.cores.values()):.2f})")
     return "\n".join(parts)
 
 

@@ -21,3 +21,6 @@ def test_twenty_clients_for_five_seconds_without_an_error() -> None:
     assert loaded.errors == 0, loaded.error_samples
     assert len(loaded.latencies["stage"]) >= 20  # every client got at least one request in
     assert len(loaded.latencies["status"]) >= 20  # and polled it
+    # the cores each kind of process used: the service and its database worked, the generator too
+    assert set(loaded.cores) == {"service", "postgresql", "generator"}
+    assert all(cores > 0 for cores in loaded.cores.values()), loaded.cores
