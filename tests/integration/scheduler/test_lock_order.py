@@ -174,6 +174,9 @@ def test_a_transaction_lost_to_a_deadlock_is_run_again_whole(engine):
         thread.join(WAIT_S)
     assert not any(thread.is_alive() for thread in threads), "a transaction never ended"
     assert not errors
-    assert sorted(attempts.values()) == [1, 2]  # one of them lost once and ran again
+    # one ran once; the other lost and ran again until it ended (its retry, run at once, may meet the first
+    # still committing and lose once more: seen on a loaded machine)
+    fewer, more = sorted(attempts.values())
+    assert fewer == 1 and more >= 2, attempts
     with factory() as session:
         assert sorted(session.scalars(select(QueuedFileRow.priority))) == [1, 1]
