@@ -38,11 +38,19 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from carousel.domain.library_needs import HsmDiscipline, HsmReadOrder, LibraryNeeds
 from carousel.domain.planning import LibraryCosts, Plan, ReadOrder, Selection, Snapshot, TapeDemand
-from policies.common import CostOptions, age_s, busy_tapes, costs_of, offline_plan
+from policies.common import (
+    MAX_DURATION_S,
+    CostOptions,
+    PolicyOptions,
+    age_s,
+    busy_tapes,
+    costs_of,
+    offline_plan,
+)
 from policies.robot_pace import in_flight_left_s, paced_order, robots_matter
 
 RETRIES_WAIT = "its files failed on a mount of this tape: they wait for a later one"
@@ -50,11 +58,10 @@ NO_DRIVE = "no free drive"
 JOIN_WAIT = "joins its mount in one batch once the drive has read the files it holds"
 
 
-class CarouselOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    max_wait_s: float = Field(default=4 * 3600.0, gt=0)  # no tape waits longer for a drive than this
-    age_scale_s: float = Field(default=1800.0, gt=0)  # waiting this long doubles a tape's score
+class CarouselOptions(PolicyOptions):
+    # no tape waits longer for a drive than this
+    max_wait_s: float = Field(default=4 * 3600.0, gt=0, le=MAX_DURATION_S)
+    age_scale_s: float = Field(default=1800.0, gt=0, le=MAX_DURATION_S)  # waiting this long doubles a score
     patience: float = Field(default=1.0, ge=0)  # 0: never hold a tape back while a drive is free
     knee: float = Field(default=0.5, ge=0, lt=1)  # drive use below which nothing is held back
     max_files_per_mount: int = Field(default=10_000, ge=1)  # bounds one claim
@@ -64,7 +71,7 @@ class CarouselOptions(BaseModel):
     join_when_read: bool = True
     # ...or once the oldest of them has waited this long (None: only once the drive has read what it holds):
     # a library that merges a batch with the unread files of its cartridge reads them in the running pass
-    join_after_s: float | None = Field(default=300.0, gt=0)
+    join_after_s: float | None = Field(default=300.0, gt=0, le=MAX_DURATION_S)
     costs: CostOptions = Field(default_factory=CostOptions)  # when the library publishes none
 
 

@@ -5,12 +5,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from carousel.domain.planning import GroupDemand, LibraryCosts, Plan, Snapshot, TapeDemand
 
 OFFLINE = "the library is offline"
+# The longest any duration option may be: a year. A wait added to a request's age must stay a date the clock
+# can hold (10^12 s overflowed planning), and no scheduling wait is meant to last longer.
+MAX_DURATION_S = 366 * 86_400.0
+
+
+class PolicyOptions(BaseModel):
+    """A policy's options as admins give them (JSON, TOML): strict, so a number is a number and never the
+    string "300" or true (pydantic's lax mode would take both and keep them); no unknown names; frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 def offline_plan(snapshot: Snapshot) -> Plan:
@@ -35,19 +46,25 @@ def age_s(tape: TapeDemand, now: datetime) -> float:
     return max(0.0, (now - tape.oldest).total_seconds())
 
 
-class CostOptions(BaseModel):
+class CostOptions(PolicyOptions):
     """Cost figures to plan with when the library publishes none (`LibraryView.costs` is None). The
     defaults are an LTO-8 drive's, as the simulated library publishes them for profiles/lto8.toml: 5 of its
     13 locate points, to 0.1 s (tests/unit/policies/test_cost_defaults.py holds them to the profile)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    mount_s: float = Field(default=28.0, ge=0)
-    unmount_s: float = Field(default=96.0, ge=0)
+    mount_s: float = Field(default=28.0, ge=0, le=MAX_DURATION_S)
+    unmount_s: float = Field(default=96.0, ge=0, le=MAX_DURATION_S)
     rate_bytes_per_s: float = Field(default=360e6, gt=0)
-    overhead_s: float = Field(default=2.0, ge=0)
+    overhead_s: float = Field(default=2.0, ge=0, le=MAX_DURATION_S)
     # (files read in one pass, mean locate per file)
     locate_s: tuple[tuple[int, float], ...] = ((1, 59.0), (8, 44.6), (64, 41.2), (512, 29.8), (4096, 8.6))
+
+    @field_validator("locate_s", mode="before")
+    @classmethod
+    def _pairs_from_lists(cls, value: Any) -> Any:
+        """JSON and TOML give lists: strict validation takes tuples only."""
+        if isinstance(value, list):
+            return tuple(tuple(pair) if isinstance(pair, list) else pair for pair in value)
+        return value
 
     def costs(self) -> LibraryCosts:
         return LibraryCosts(

@@ -16,21 +16,19 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from carousel.domain.library_needs import HsmDiscipline, HsmReadOrder, LibraryNeeds
 from carousel.domain.planning import Plan, ReadOrder, Selection, Snapshot, TapeDemand
-from policies.common import age_s, main_group, offline_plan
+from policies.common import MAX_DURATION_S, PolicyOptions, age_s, main_group, offline_plan
 
 GB = 10**9
 
 
-class CtaOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class CtaOptions(PolicyOptions):
     min_bytes: int = Field(default=500 * GB, ge=0)
     min_files: int = Field(default=10_000, ge=1)
-    min_age_s: float = Field(default=3600.0, ge=0)
+    min_age_s: float = Field(default=3600.0, ge=0, le=MAX_DURATION_S)
     batch_max_bytes: int = Field(default=80 * GB, ge=1)
     batch_max_files: int = Field(default=4_000, ge=1)
     # most drives a group may hold at once; groups not named have no limit

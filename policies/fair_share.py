@@ -29,7 +29,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from carousel.domain.library_needs import LibraryNeeds
 from carousel.domain.planning import (
@@ -41,12 +41,10 @@ from carousel.domain.planning import (
     TapeDemand,
 )
 from policies.base import Policy, library_needs_of
-from policies.common import main_group, offline_plan
+from policies.common import PolicyOptions, main_group, offline_plan
 
 
-class FairShareOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class FairShareOptions(PolicyOptions):
     weights: dict[str, float] = Field(default_factory=dict)  # groups not named weigh default_weight
     default_weight: float = Field(default=1.0, gt=0)
     quotas: dict[str, float] = Field(default_factory=dict)  # most a group may hold, a fraction of the drives

@@ -9,15 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from carousel.domain.library_needs import HsmDiscipline, LibraryNeeds
 from carousel.domain.planning import Plan, ReadOrder, Selection, Snapshot
+from policies.common import PolicyOptions
 
 
-class FifoOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class FifoOptions(PolicyOptions):
     # upper bound on files handed over per cycle, whatever room the library reports
     max_files: int = Field(default=1000, ge=1)
 

@@ -23,16 +23,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from carousel.domain.library_needs import HsmDiscipline, LibraryNeeds
 from carousel.domain.planning import Plan, ReadOrder, Selection, Snapshot
-from policies.common import offline_plan
+from policies.common import PolicyOptions, offline_plan
 
 
-class Star2006Options(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class Star2006Options(PolicyOptions):
     jobs: int = Field(default=50, ge=1)  # K
     files_per_job: int = Field(default=15, ge=1)  # N
     overflow_jobs: int = Field(default=25, ge=0)
