@@ -46,15 +46,21 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import httpx
-import uvloop
 from sqlalchemy import create_engine, make_url, text
 from sqlalchemy.engine import URL
 
 from bench.process_cpu import CoresUsed, postgres_backends, with_descendants
 from carousel.domain.clock import ManualClock
 from hsm_adapters.simulated.adapter import build_simulated_adapter
+
+try:  # the generator's packages come with the development install; `make run` installs the service's only
+    import aiohttp
+    import uvloop
+except ImportError as missing:
+    raise SystemExit(
+        f"bench.load_test needs the development install ({missing.name} is missing): make .venv/.installed"
+    ) from None
 
 ADMIN_URL_ENV = "CAROUSEL_BENCH_DATABASE_URL"
 DEFAULT_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
