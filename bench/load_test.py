@@ -397,6 +397,16 @@ def _line(label: str, tally: Tally) -> str:
     return "\n".join(parts)
 
 
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a number of seconds, e.g. 1.5") from None
+    if not 0 <= seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds are at least 0 and finite")
+    return seconds
+
+
 def _worker_counts(text: str) -> list[int]:
     try:
         counts = [int(part) for part in text.split(",")]
@@ -412,8 +422,8 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--clients", type=int, default=200)
-    parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
-    parser.add_argument("--baseline", type=float, default=10.0, help="seconds of the one-client baseline")
+    parser.add_argument("--duration", type=_seconds, default=60.0, help="seconds of load")
+    parser.add_argument("--baseline", type=_seconds, default=10.0, help="seconds of the one-client baseline")
     parser.add_argument(
         "--command",
         choices=["serve", "api"],
@@ -427,11 +437,11 @@ def main(argv: list[str] | None = None) -> int:
         help="e.g. 1,2: `carousel api --workers N` beside `carousel scheduler`, for each N in turn",
     )
     parser.add_argument(
-        "--poll-interval", type=float, default=POLL_INTERVAL_S, help="seconds between a client's polls"
+        "--poll-interval", type=_seconds, default=POLL_INTERVAL_S, help="seconds between a client's polls"
     )
     parser.add_argument(
         "--ramp",
-        type=float,
+        type=_seconds,
         default=None,
         help="seconds over which the clients start (default: one poll interval; 0: all at once)",
     )

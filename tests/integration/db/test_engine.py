@@ -6,7 +6,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Connection, func, select, text
+from sqlalchemy import Connection, Engine, func, select, text
 from sqlalchemy.engine import URL
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -38,20 +38,20 @@ def test_postgresql_keeps_every_connection_it_opened(fresh_database_url: URL) ->
     would start a new PostgreSQL backend for the next burst)."""
     engine = make_engine(fresh_database_url)
     try:
-        with ExitStack() as stack:
-            backends = {
-                stack.enter_context(engine.connect()).execute(text("SELECT pg_backend_pid()")).scalar_one()
-                for _ in range(25)
-            }
+        backends = _backends_of_a_burst(engine, 25)
         assert len(backends) == 25
-        with ExitStack() as stack:
-            again = {
-                stack.enter_context(engine.connect()).execute(text("SELECT pg_backend_pid()")).scalar_one()
-                for _ in range(25)
-            }
-        assert again == backends
+        assert _backends_of_a_burst(engine, 25) == backends
     finally:
         engine.dispose()
+
+
+def _backends_of_a_burst(engine: Engine, checkouts: int) -> set[int]:
+    """The PostgreSQL backends of `checkouts` connections held at once, then all returned."""
+    with ExitStack() as stack:
+        return {
+            stack.enter_context(engine.connect()).execute(text("SELECT pg_backend_pid()")).scalar_one()
+            for _ in range(checkouts)
+        }
 
 
 def test_transaction_commits_or_rolls_back(fresh_database_url: URL) -> None:
