@@ -10,7 +10,9 @@ of those tapes only. Folds take the tape queues' version one at a time (carousel
 the version shows that someone else folded since (an outlook, a dry run, another scheduler), the table is
 read again and compared with the copy, tape by tape. On a site of several libraries (docs/decisions.md §17) an
 assembly is one library's: it keeps that library's rows only (None: every library's, a tape's rows of every
-library together, as the outlook of a site sees them).
+library together, as the outlook of a site sees them). A fold takes every library's deltas, so the libraries'
+assemblies of one site share each fold (`SiteAssemblies`): else each library, snapshot in turn, would find
+the version moved by the one before it and read the whole table again every cycle.
 """
 
 from __future__ import annotations
@@ -39,27 +41,65 @@ Objects = tuple[TapeDemand | None, TapeInFlight | None]
 Place = tuple[str, str, str, str]  # library, group, class of service, kind: a row's place within its tape
 
 
+FoldedRows = dict[tuple[str, str, str, str, str], Row | None]  # library, tape, group, class, kind -> row
+
+
+class SiteAssemblies:
+    """The assemblies of one site's libraries, which its cycle snapshots in turn: the rows one library's
+    snapshot folded bring every other copy that was as current up to date as well."""
+
+    def __init__(self) -> None:
+        self._members: list[DemandAssembly] = []
+
+    def join(self, assembly: DemandAssembly) -> None:
+        self._members.append(assembly)
+
+    def share(self, folder: DemandAssembly, rows: FoldedRows, before: int, after: int) -> None:
+        for member in self._members:
+            if member is not folder and member.version == before:
+                member.apply(rows, after)
+
+    def forget(self) -> None:
+        # a failed snapshot's fold may have been shared before its transaction rolled back
+        for member in self._members:
+            member.version = None
+
+
 class DemandAssembly:
     """A copy of the tape queues (as of `version`) and the demand objects built from it. A snapshot brings
     the copy up to date with its own fold, or reads the table again when someone else folded since
     (carousel.db.queue_queries.read_demand), then builds the objects of the tapes that changed only.
-    For one thread at a time (each store has its own; the lock guards against misuse)."""
+    For one thread at a time (each store has its own; the lock guards against misuse). `site`: the
+    assemblies of the site's other libraries, which share their folds with this one and this one's with
+    them."""
 
-    def __init__(self, library: str | None = None) -> None:
+    def __init__(self, library: str | None = None, site: SiteAssemblies | None = None) -> None:
         self.library = library  # whose rows (None: every library's)
         self.version: int | None = None  # None: no copy (never read, or forgotten)
+        self.reloads = 0  # times the whole table was read
         self._rows: dict[str, dict[Place, Row]] = {}  # tape -> its rows, as read_demand reads them
         self._objects: dict[str, Objects] = {}
         self._substituted: set[str] = set()  # tapes whose objects were built from other rows (backing off)
+        self._stale: set[str] = set()  # tapes whose rows changed since their objects were built
         self._lock = threading.Lock()
+        self._site = site
+        if site is not None:
+            site.join(self)
 
     def forget(self) -> None:
         """The copy may not match the table any more (the snapshot's transaction failed): read it again."""
+        if self._site is not None:
+            self._site.forget()
         self.version = None
 
-    def apply(self, rows: dict[tuple[str, str, str, str, str], Row | None], version: int) -> set[str]:
-        """This snapshot's own fold (the rows it changed by library, tape, group, class and kind; None:
-        deleted); returns the tapes changed (of this assembly's library)."""
+    def share(self, rows: FoldedRows, before: int, after: int) -> None:
+        """This snapshot's fold, for the site's other assemblies that were at `before`."""
+        if self._site is not None:
+            self._site.share(self, rows, before, after)
+
+    def apply(self, rows: FoldedRows, version: int) -> set[str]:
+        """A fold (the rows it changed by library, tape, group, class and kind; None: deleted); returns the
+        tapes changed (of this assembly's library)."""
         changed: set[str] = set()
         with self._lock:
             for (library, tape, grp, service_class, kind), row in rows.items():
@@ -74,6 +114,7 @@ class DemandAssembly:
                 if not its:
                     del self._rows[tape]
             self.version = version
+            self._stale |= changed
             return changed
 
     def reload(self, rows: Iterable[tuple[str, Row]], version: int) -> set[str]:
@@ -88,20 +129,24 @@ class DemandAssembly:
             changed.update(tape for tape in old if tape not in fresh)
             self._rows = fresh
             self.version = version
+            self.reloads += 1
+            self._stale |= changed
             return changed
 
     def assemble(self, changed: set[str], substitutes: dict[str, list[Row]] | None = None) -> QueueDemand:
-        """The demand over the copy, the objects of the `changed` tapes built again. `substitutes`: rows that
-        stand for a tape's queued rows in this snapshot only (its files backing off, read from `files`)."""
+        """The demand over the copy, the objects of the `changed` tapes (and of those a shared fold changed)
+        built again. `substitutes`: rows that stand for a tape's queued rows in this snapshot only (its files
+        backing off, read from `files`)."""
         substitutes = substitutes or {}
         with self._lock:
-            for tape in changed | set(substitutes) | self._substituted:
+            for tape in changed | self._stale | set(substitutes) | self._substituted:
                 rows = self._rows_of(tape, substitutes.get(tape))
                 if rows:
                     self._objects[tape] = tape_objects(tape, rows)
                 else:
                     self._objects.pop(tape, None)
             self._substituted = set(substitutes)
+            self._stale = set()
             tapes = [demand for demand, _ in self._objects.values() if demand is not None]
             flying = [held for _, held in self._objects.values() if held is not None]
         tapes.sort(key=lambda t: (t.oldest, t.tape))

@@ -91,6 +91,8 @@ def read_demand(
     (docs/decisions.md §17; the assembly is that library's); None: every library's."""
     assembly = assembly if assembly is not None else DemandAssembly(library)
     folded = fold(session)
+    if folded.after is not None and folded.before is not None:
+        assembly.share(folded.rows, folded.before, folded.after)
     if folded.after is not None and folded.before == assembly.version:
         changed = assembly.apply(folded.rows, folded.after)
     elif folded.after is None and assembly.version == tape_queues_version(session):

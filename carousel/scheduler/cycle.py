@@ -168,7 +168,11 @@ class Cycle:
         )
         self.store = ResilientStore(
             live_queue_store(
-                settings, session_factory, library=self.library, usage_weights=self.site.usage_weights
+                settings,
+                session_factory,
+                library=self.library,
+                usage_weights=self.site.usage_weights,
+                site_assemblies=self.site.assemblies,
             )
         )
         # snapshot, plan, claim, submit, record: the very code the trace replay runs over its memory store

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.config import Settings
+from carousel.db.demand_assembly import SiteAssemblies
 from carousel.domain.clock import Clock
 from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.planning import LibraryCosts, Snapshot
@@ -53,6 +54,7 @@ def live_queue_store(
     *,
     library: str | None = DEFAULT_LIBRARY,
     usage_weights: Mapping[str, float] | None = None,
+    site_assemblies: SiteAssemblies | None = None,
 ) -> DatabaseQueueStore:
     """The database queue store the service plans over, weighing drive time over `fair_share_window_s`: one
     library's (None: the whole site's), the usage in reference drive-seconds by `usage_weights`."""
@@ -61,6 +63,7 @@ def live_queue_store(
         usage_window_s=settings.fair_share_window_s,
         library=library,
         usage_weights=usage_weights,
+        site_assemblies=site_assemblies,
     )
 
 

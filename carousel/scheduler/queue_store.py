@@ -14,7 +14,7 @@ from typing import Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.db import queue_queries as q
-from carousel.db.demand_assembly import DemandAssembly
+from carousel.db.demand_assembly import DemandAssembly, SiteAssemblies
 from carousel.db.engine import transaction
 from carousel.db.media_queries import held_tapes
 from carousel.db.usage_queries import DEFAULT_WINDOW_S, GroupUsageLedger
@@ -67,14 +67,17 @@ class DatabaseQueueStore:
         usage_window_s: float = DEFAULT_WINDOW_S,
         library: str | None = DEFAULT_LIBRARY,
         usage_weights: Mapping[str, float] | None = None,
+        site_assemblies: SiteAssemblies | None = None,
     ) -> None:
+        """`site_assemblies`: the other libraries' stores' copies of the tape queues, which share folds with
+        this one's (a site cycle's libraries)."""
         self.session_factory = session_factory
         self.usage_window_s = usage_window_s
         self.library = library
         self.usage_weights = dict(usage_weights or {})
         self._usage = GroupUsageLedger()  # closed mounts read once (carousel.db.usage_queries)
         # the tape queues (of this library) as the last snapshot left them, and their objects
-        self.assembly = DemandAssembly(library)
+        self.assembly = DemandAssembly(library, site_assemblies)
 
     def demand(self, now: datetime) -> QueueDemand:
         try:

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.completion.apply import CompletionReport
 from carousel.config import Settings
+from carousel.db.demand_assembly import SiteAssemblies
 from carousel.db.leader_lock import LeaderLock, leader_lock_for
 from carousel.db.transient_errors import database_unavailable
 from carousel.domain.clock import Clock
@@ -73,6 +74,7 @@ class SiteCycle:
         self.leader_lock = leader_lock or leader_lock_for(session_factory)
         weights = site_weights(adapters)
         first = next(iter(adapters))
+        assemblies = SiteAssemblies()
         self.cycles = {
             name: Cycle(
                 settings,
@@ -82,7 +84,7 @@ class SiteCycle:
                 clock,
                 leader_lock=self.leader_lock,
                 policy_source=policies[name],
-                site=LibraryOfSite(name, name == first, weights, lookup),
+                site=LibraryOfSite(name, name == first, weights, lookup, assemblies),
             )
             for name, adapter in adapters.items()
         }

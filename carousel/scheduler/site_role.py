@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from carousel.db.demand_assembly import SiteAssemblies
 from carousel.domain.libraries import DEFAULT_LIBRARY
 from hsm_adapters.base import HsmAdapter
 
@@ -19,3 +20,5 @@ class LibraryOfSite:
     site_steps: bool = True
     usage_weights: Mapping[str, float] = field(default_factory=dict)  # reference drive-seconds per library
     lookup: HsmAdapter | None = None  # the site's lookup (hsm_adapters.site.Site); None: the library's own
+    # every library's store's copy of the tape queues: they share each fold (carousel.db.demand_assembly)
+    assemblies: SiteAssemblies | None = None

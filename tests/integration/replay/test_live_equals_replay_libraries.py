@@ -20,6 +20,7 @@ from carousel.replay.driver import EPOCH, ReplayConfig, ReplayResult, replay, si
 from carousel.replay.library_setup import LibraryFile
 from carousel.replay.trace import Trace, TraceRow, make_trace
 from carousel.replay.workloads import TWO_LIBRARIES
+from carousel.scheduler.queue_store import DatabaseQueueStore
 from carousel.scheduler.site_cycle import SiteCycle
 from hsm_adapters.site import Site
 from policies.registry import build_policy
@@ -92,6 +93,9 @@ def run_live(factory: sessionmaker[Session], trace: Trace, replay_config: Replay
         while (t := library.library.next_event_time()) is not None:
             clock.set(max(clock.now(), EPOCH + timedelta(microseconds=math.ceil(t * 1e6))))
             cycle.run_once()
+    # the libraries share each fold: each read the whole tape queues once, however many cycles ran
+    stores = [c.store.inner for c in cycle.cycles.values()]
+    assert [s.assembly.reloads for s in stores if isinstance(s, DatabaseQueueStore)] == [1, 1]
 
 
 def _all_final(factory: sessionmaker[Session]) -> bool:

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from carousel.db import queue_queries as q
 from carousel.db.completion_queries import finish_file, requeue_for_retry
-from carousel.db.demand_assembly import DemandAssembly
+from carousel.db.demand_assembly import DemandAssembly, SiteAssemblies
 from carousel.db.engine import transaction
 from carousel.db.models import QueuedFileRow, RequestFile, TapeQueue, TapeQueueDelta
 from carousel.db.tape_queue_queries import fold_deltas
@@ -125,6 +125,42 @@ def test_the_folded_queues_match_the_files_after_random_work(session_factory):
             assert session.scalar(select(func.count()).select_from(TapeQueueDelta)) == 0
     with session_factory() as session:
         assert session.scalar(select(func.count()).select_from(TapeQueue)) > 0
+
+
+def test_the_libraries_of_a_site_share_each_fold_instead_of_reading_the_table_again(session_factory):
+    """A site cycle snapshots its libraries in turn: each library's kept copy takes the folds of the others
+    (one read of the table each, the first), answers as a fresh read of its library, and every copy is read
+    again after a snapshot whose transaction failed (its fold, shared, never committed)."""
+    rng = random.Random(11)
+    site = SiteAssemblies()
+    kept = {name: DemandAssembly(name, site) for name in ("east", "west")}
+    now = T0
+    for round_number in range(8):
+        now += timedelta(seconds=100)
+        files = []
+        for n in range(rng.randrange(2, 12)):
+            row = queued(f"/s{round_number}/{n}", rng.choice("AB"), rng.randrange(10**6), now, size=n + 1)
+            row.library = rng.choice(["east", "west"])  # tape A of east is not tape A of west
+            files.append(row)
+        add_request(session_factory, files, now)
+        for name, assembly in kept.items():
+            with transaction(session_factory) as session:
+                demand = q.read_demand(session, now, assembly, name)
+                assert demand == q.read_demand(session, now, library=name), f"{name}, round {round_number}"
+    assert {name: a.reloads for name, a in kept.items()} == {"east": 1, "west": 1}
+    more = queued("/after-failure", "A", 5, now, size=7)
+    more.library = "west"
+    add_request(session_factory, [more], now)
+    try:
+        with transaction(session_factory) as session:
+            q.read_demand(session, now, kept["east"], "east")  # folds west's new delta, then fails
+            raise RuntimeError("the snapshot's transaction fails")
+    except RuntimeError:
+        kept["east"].forget()
+    for name, assembly in kept.items():
+        with transaction(session_factory) as session:
+            assert q.read_demand(session, now, assembly, name) == q.read_demand(session, now, library=name)
+    assert {name: a.reloads for name, a in kept.items()} == {"east": 2, "west": 2}
 
 
 def test_retries_are_counted_and_backing_off_files_left_out(session_factory):
