@@ -50,8 +50,8 @@ def main() -> None:
                 detail = s["bound_detail"]
                 print(
                     f"bound {s['physical_bound_s']:,.0f} s, binding: {detail['binding']} (drives"
-                    f" {detail['drives_s']:,.0f} s, robots {detail['robots_s']:,.0f} s, longest tape"
-                    f" {detail['longest_tape_s']:,.0f} s,"
+                    f" {detail['drives_s']:,.0f} s, robots {detail['robots_s']:,.0f} s, a tape"
+                    f" {detail['a_tape_s']:,.0f} s,"
                     f" last arrival {detail['last_arrival_service_s']:,.0f} s)"
                 )
                 print_bound = False

@@ -203,7 +203,7 @@ def summarise(result: ReplayResult, bound: PhysicalBound | None = None) -> dict[
             "binding": bound.binding,
             "drives_s": round(bound.drives_s, 3),
             "robots_s": round(bound.robots_s, 3),
-            "longest_tape_s": round(bound.longest_tape_s, 3),
+            "a_tape_s": round(bound.a_tape_s, 3),
             "last_arrival_service_s": round(bound.last_arrival_service_s, 3),
             "tapes": bound.tapes,
             "work_s": round(bound.work_s, 3),

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from carousel.replay.bound import ARRIVALS, DRIVES, ROBOTS, physical_bound
+from carousel.replay.bound import A_TAPE, ARRIVALS, DRIVES, ROBOTS, physical_bound
 from carousel.replay.driver import ReplayConfig, replay
 from carousel.replay.library_setup import LibraryFile
 from carousel.replay.outputs import summarise
@@ -33,6 +33,19 @@ def test_one_tape_is_mount_locates_overheads_and_reads_without_the_last_unmount(
     assert math.isclose(bound.locate_free_s, fixed)
     assert math.isclose(bound.locate_s, passing)
     assert math.isclose(bound.work_s, fixed + passing + PHYSICS.unmount_s(52 * GB, 3 * GB))
+
+
+def test_one_long_cartridge_among_short_ones_binds_as_a_tape_and_the_summary_names_its_term():
+    long = [row(f"/a{n}", "A", n * 2 * GB, GB) for n in range(40)]
+    trace = make_trace([*long, row("/b", "B", 0, GB), row("/c", "C", 0, GB)])
+    bound = physical_bound(trace, PHYSICS, drives=4)
+    alone = physical_bound(make_trace(long), PHYSICS, drives=1)
+    assert bound.binding == A_TAPE
+    assert math.isclose(bound.a_tape_s, bound.bound_s)
+    assert math.isclose(bound.a_tape_s, alone.bound_s)  # its work up to its last read: no unmount
+    detail = summarise(replay(trace, ReplayConfig("t9940b", 4, "carousel")))["bound_detail"]
+    assert detail["binding"] == A_TAPE
+    assert math.isclose(detail["a_tape_s"], bound.a_tape_s, abs_tol=1e-3)
 
 
 def test_work_spreads_over_the_drives_and_a_late_arrival_can_decide():
