@@ -20,7 +20,8 @@ from /proc: the API, the scheduler, PostgreSQL's backends of the run's database,
 Run: .venv/bin/python -m bench.load_test [--clients 200] [--duration 60] [--baseline 10] [--workers 1,2]
 [--ramp S]
 (PostgreSQL admin URL from CAROUSEL_BENCH_DATABASE_URL, default postgresql+psycopg://postgres@127.0.0.1:5432/
-postgres; a throwaway database is created and dropped.) Exit status 1 if any call failed.
+postgres; a throwaway database is created and dropped.) Exit status 1 if any call failed, 2 when a
+package of the development install is missing.
 """
 
 from __future__ import annotations
@@ -57,10 +58,12 @@ from hsm_adapters.simulated.adapter import build_simulated_adapter
 try:  # the generator's packages come with the development install; `make run` installs the service's only
     import aiohttp
     import uvloop
-except ImportError as missing:
-    raise SystemExit(
-        f"bench.load_test needs the development install ({missing.name} is missing): make .venv/.installed"
-    ) from None
+except ImportError as missing:  # a setup error, exit 2, not a failed call's 1
+    print(
+        f"bench.load_test needs the development install ({missing.name} is missing): make .venv/.installed",
+        file=sys.stderr,
+    )
+    raise SystemExit(2) from None
 
 ADMIN_URL_ENV = "CAROUSEL_BENCH_DATABASE_URL"
 DEFAULT_ADMIN_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"

@@ -4,6 +4,8 @@ submitting and polling for 5 s against `carousel serve` on PostgreSQL over loopb
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 from sqlalchemy import make_url
@@ -24,3 +26,14 @@ def test_twenty_clients_for_five_seconds_without_an_error() -> None:
     # the cores each kind of process used: the service and its database worked, the generator too
     assert set(loaded.cores) == {"service", "postgresql", "generator"}
     assert all(cores > 0 for cores in loaded.cores.values()), loaded.cores
+
+
+def test_a_missing_package_is_one_line_and_exit_2() -> None:
+    hide_aiohttp = "import sys, runpy; sys.modules['aiohttp'] = None; runpy.run_module('bench.load_test')"
+    done = subprocess.run(
+        [sys.executable, "-c", hide_aiohttp], check=False, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "bench.load_test needs the development install (aiohttp is missing): make .venv/.installed"
+    ]
