@@ -8,7 +8,7 @@ import pytest
 from carousel.scheduler.runner import CycleRunner, SideJob
 
 WAIT_S = 60  # bounded, and generous: each wait ends as soon as its event happens
-# What APScheduler logs when a run comes due while the last still runs (max_instances=1): it is skipped.
+# What APScheduler logs when a run of a job comes due while its last still runs (max_instances=1).
 SKIPPED_RUN = "maximum number of running instances reached"
 
 
@@ -71,38 +71,47 @@ def test_a_failing_cycle_does_not_stop_the_runner():
     assert outcomes[:2] == ["raised", "ran"]
 
 
-def test_cycles_never_overlap():
+class SteppedClock:
+    """A monotonic clock that moves only when told: a cycle outlasts its interval without waiting for it."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_cycle_that_outlasts_the_interval_is_followed_at_once_never_overlapped_and_said_once():
+    clock = SteppedClock()
     active = 0
     most = 0
-    finished = 0
+    runs = 0
     lock = threading.Lock()
-    release = threading.Event()
     three_done = threading.Event()
 
     def slow_cycle() -> None:
-        nonlocal active, most, finished
+        nonlocal active, most, runs
         with lock:
             active += 1
             most = max(most, active)
-        release.wait(WAIT_S)  # the first cycle outlasts several intervals
+        clock.now += 10.0  # each cycle lasts ten intervals: ten starts come due while it runs
         with lock:
             active -= 1
-            finished += 1
-            if finished >= 3:
+            runs += 1
+            if runs >= 3:
                 three_done.set()
 
-    runner = CycleRunner(slow_cycle, interval_s=0.01)
-    with LogEvent("apscheduler.scheduler", SKIPPED_RUN) as skipped:
+    runner = CycleRunner(slow_cycle, interval_s=1.0, monotonic=clock)
+    with LogEvent("apscheduler", SKIPPED_RUN) as skipped:
         runner.start()
         try:
-            # the first cycle lasts until a run has come due while it still runs, and was skipped
-            assert skipped.happened.wait(WAIT_S), "no run came due while the first cycle ran"
-            release.set()
-            assert three_done.wait(WAIT_S)
+            assert three_done.wait(WAIT_S)  # the next cycle at once: the clock never reached a start
         finally:
-            release.set()
             runner.stop()
     assert most == 1
+    assert runs >= 3
+    assert runs == runner.overruns  # one line each, not one per missed start
+    assert not skipped.happened.is_set()
 
 
 def test_interval_must_be_positive():
