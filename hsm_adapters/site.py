@@ -1,6 +1,6 @@
 """A site of several libraries as the API and the lookups see it (docs/decisions.md §17): one lookup across
-every library, each path answered with the copy the cost model serves soonest, and the site's health and
-capacity together.
+every library, each path answered with the copy on the least held tape that the cost model serves soonest,
+and the site's health and capacity together.
 
 It is not a library of its own: batches, cancels and events belong to each library's adapter (the scheduler
 runs one planning pass per library), so `submit`, `cancel`, `poll_events` and `set_sink` refuse.
@@ -9,9 +9,11 @@ runs one planning pass per library), so `submit`, `cancel`, `poll_events` and `s
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from carousel.domain.libraries import CopyEstimate, copy_wait_s, soonest_copy
+from carousel.domain.media import TapeState
 from carousel.domain.planning import LibraryCosts
 from hsm_adapters.base import (
     Batch,
@@ -28,50 +30,66 @@ from hsm_adapters.base import (
 )
 
 Backlog = Callable[[], Mapping[str, int]]  # bytes queued per library now (its tape queues)
+# the tapes an operator (or the service) holds now, by (library, tape): disabled or broken
+TapeStates = Callable[[], Mapping[tuple[str, str], TapeState]]
 
 
 def _no_backlog() -> Mapping[str, int]:
     return {}
 
 
+def _no_tape_states() -> Mapping[tuple[str, str], TapeState]:
+    return {}
+
+
 class Site:
     name = "site"
 
-    def __init__(self, libraries: Mapping[str, HsmAdapter], *, backlog: Backlog = _no_backlog) -> None:
+    def __init__(
+        self,
+        libraries: Mapping[str, HsmAdapter],
+        *,
+        backlog: Backlog = _no_backlog,
+        tape_states: TapeStates = _no_tape_states,
+    ) -> None:
         if not libraries:
             raise ValueError("a site has at least one library")
         self.libraries = dict(libraries)  # in the settings' order: a tie goes to the first named
         self.backlog = backlog
+        self.tape_states = tape_states
 
     # --- lookup -------------------------------------------------------------------------------------------
 
     def lookup(self, paths: Sequence[str]) -> list[LookupResult]:
-        """Each library is asked for every path. A path on tape in one library or more: that library's answer
-        (the soonest served, by each library's costs, drives and the bytes queued there), naming it. On tape
-        nowhere: Unknown when a library could not answer (ask again later), else NotOnTape."""
+        """Each library is asked for every path. A path on tape in one library or more: that library's answer,
+        naming it; with copies in several, the one `soonest_copy` chooses (a copy on an active tape before
+        one on a disabled tape before one on a broken tape, then the soonest served by each library's costs,
+        drives and the bytes queued there). Every copy on a broken tape: the soonest of them, as one library's
+        answer would be (the leader's next cycle fails the file with the tape's reason). On tape nowhere:
+        Unknown when a library could not answer (ask again later), else NotOnTape. The tape states and the
+        bytes queued are read once per lookup, and only when some path has copies in several libraries."""
         answers = {name: self._answers(name, adapter, paths) for name, adapter in self.libraries.items()}
-        queued = self.backlog() if len(self.libraries) > 1 else {}
-        return [self._chosen(n, path, answers, queued) for n, path in enumerate(paths)]
+        queued = functools.cache(self.backlog)
+        held = functools.cache(self.tape_states)
+        return [self._chosen(n, path, answers, queued, held) for n, path in enumerate(paths)]
 
     def other_copies(
         self, paths: Sequence[str], unreadable: Collection[tuple[str, str]]
     ) -> list[OnTape | Unknown | None]:
-        """For each path, the soonest copy on a tape not in `unreadable` ((library, tape): a broken tape),
-        naming its library; Unknown when no such copy was found and a library could not answer (ask again);
-        None when there is none."""
+        """For each path, the copy `soonest_copy` chooses among those on a tape not in `unreadable` ((library,
+        tape): a broken tape) nor broken by the site's tape states, naming its library; Unknown when no such
+        copy was found and a library could not answer (ask again); None when there is none."""
         answers = {name: self._answers(name, adapter, paths) for name, adapter in self.libraries.items()}
-        queued = self.backlog() if len(self.libraries) > 1 else {}
+        queued = functools.cache(self.backlog)
+        held = functools.cache(lambda: {**self.tape_states(), **dict.fromkeys(unreadable, TapeState.BROKEN)})
         chosen: list[OnTape | Unknown | None] = []
         for n, path in enumerate(paths):
-            copies = {
-                name: a
-                for name, answer in answers.items()
-                if isinstance(a := answer[n], OnTape) and (name, a.tape) not in unreadable
-            }
+            copies = {name: a for name, answer in answers.items() if isinstance(a := answer[n], OnTape)}
             if copies:
-                name = soonest_copy([self._estimate(name, copy, queued) for name, copy in copies.items()])
-                chosen.append(dataclasses.replace(copies[name], library=name))
-                continue
+                copy, estimate = self._soonest(copies, queued, held)
+                if not estimate.broken:
+                    chosen.append(copy)
+                    continue
             unknown = [a.reason for answer in answers.values() if isinstance(a := answer[n], Unknown)]
             chosen.append(Unknown(path, "; ".join(unknown)) if unknown else None)
         return chosen
@@ -86,14 +104,19 @@ class Site:
         return results
 
     def _chosen(
-        self, n: int, path: str, answers: Mapping[str, list[LookupResult]], queued: Mapping[str, int]
+        self,
+        n: int,
+        path: str,
+        answers: Mapping[str, list[LookupResult]],
+        queued: Backlog,
+        held: TapeStates,
     ) -> LookupResult:
-        copies = {name: a[n] for name, a in answers.items() if isinstance(a[n], OnTape)}
-        if copies:
-            name = soonest_copy([self._estimate(name, copy, queued) for name, copy in copies.items()])
-            copy = copies[name]
-            assert isinstance(copy, OnTape)
+        copies = {name: a for name, answer in answers.items() if isinstance(a := answer[n], OnTape)}
+        if len(copies) == 1:  # nothing to choose between: no state nor backlog is read for it
+            name, copy = next(iter(copies.items()))
             return dataclasses.replace(copy, library=name)
+        if copies:
+            return self._soonest(copies, queued, held)[0]
         unknown = [a for answer in answers.values() if isinstance(a := answer[n], Unknown)]
         if unknown:
             return Unknown(path, "; ".join(u.reason for u in unknown))
@@ -102,10 +125,18 @@ class Site:
         reasons = "; ".join(a.reason for a in absent)
         return NotOnTape(path, reasons if len(self.libraries) == 1 else f"in no library: {reasons}", on_disk)
 
-    def _estimate(self, name: str, copy: OnTape | LookupResult, queued: Mapping[str, int]) -> CopyEstimate:
-        assert isinstance(copy, OnTape)
+    def _soonest(
+        self, copies: Mapping[str, OnTape], queued: Backlog, held: TapeStates
+    ) -> tuple[OnTape, CopyEstimate]:
+        """The copy `soonest_copy` chooses, naming its library, with its estimate."""
+        chosen = soonest_copy([self._estimate(name, copy, queued, held) for name, copy in copies.items()])
+        return dataclasses.replace(copies[chosen.library], library=chosen.library), chosen
+
+    def _estimate(self, name: str, copy: OnTape, queued: Backlog, held: TapeStates) -> CopyEstimate:
+        state = held().get((name, copy.tape), TapeState.ACTIVE)
+        disabled, broken = state is TapeState.DISABLED, state is TapeState.BROKEN
         if len(self.libraries) == 1:
-            return CopyEstimate(name, 0.0)
+            return CopyEstimate(name, 0.0, disabled=disabled, broken=broken)
         adapter = self.libraries[name]
         try:
             drives = adapter.capacity().drives_total
@@ -115,10 +146,10 @@ class Site:
             _costs(adapter),
             position_bytes=copy.position_bytes,
             size_bytes=copy.size_bytes,
-            queued_bytes=queued.get(name, 0),
+            queued_bytes=queued().get(name, 0),
             drives=drives,
         )
-        return CopyEstimate(name, wait if drives > 0 else float("inf"))
+        return CopyEstimate(name, wait if drives > 0 else float("inf"), disabled=disabled, broken=broken)
 
     # --- the site together --------------------------------------------------------------------------------
 

@@ -31,7 +31,9 @@ from carousel.config import Settings, buffer_directory
 from carousel.config.libraries import build_libraries, libraries_of
 from carousel.db.engine import make_session_factory, open_database, printable_url, transaction
 from carousel.db.library_queries import queued_bytes_by_library
+from carousel.db.media_queries import held_tape_states
 from carousel.domain.clock import Clock, SystemClock
+from carousel.domain.media import TapeState
 from carousel.logging import configure_logging
 from carousel.observability.cycles import observed
 from carousel.observability.exposition import serve_metrics
@@ -102,7 +104,7 @@ def site_of(
 ) -> HsmAdapter:
     """What the API asks: the one library `default`'s adapter, or the site's (hsm_adapters.site) when the
     settings name their libraries, even one, so each file's row records its library's name; a site of
-    several weighs the bytes each library has queued when it chooses a copy."""
+    several weighs the tapes operators hold and the bytes each library has queued when it chooses a copy."""
     if not named:
         return next(iter(libraries.values()))
 
@@ -110,7 +112,11 @@ def site_of(
         with transaction(session_factory) as session:
             return queued_bytes_by_library(session)
 
-    return Site(libraries, backlog=backlog)
+    def tape_states() -> dict[tuple[str, str], TapeState]:
+        with transaction(session_factory) as session:
+            return held_tape_states(session)
+
+    return Site(libraries, backlog=backlog, tape_states=tape_states)
 
 
 def _cycle(parts: Parts) -> tuple[Cycle | SiteCycle, CycleRunner]:

@@ -123,6 +123,15 @@ def on_held_tape() -> ColumnElement[bool]:
     )
 
 
+def held_tape_states(session: Session) -> dict[TapeKey, TapeState]:
+    """(library, tape) -> the state, of every library's held tapes (disabled, broken): what the site's lookup
+    weighs when it chooses among a path's copies."""
+    statement = select(TapeStateRow.library, TapeStateRow.tape, TapeStateRow.state).where(
+        TapeStateRow.state.in_(HELD_STATES)
+    )
+    return {(lib, tape): TapeState(state) for lib, tape, state in session.execute(statement)}
+
+
 def broken_tapes(session: Session, library: str | None = None) -> dict[TapeKey, str | None]:
     """(library, tape) -> the reason, of broken tapes (`library`: its own only)."""
     statement = select(TapeStateRow.library, TapeStateRow.tape, TapeStateRow.reason).where(

@@ -128,6 +128,19 @@ def view(limits: BufferLimits, usage: BufferUsage) -> BufferView:
     )
 
 
+def after_claims(buffer: BufferView, claimed_bytes: int) -> BufferView:
+    """The buffer once `claimed_bytes` more are claimed (reserved until they land): what the next library of
+    a site sees when the libraries before it in the cycle have handed those bytes over."""
+    if claimed_bytes <= 0:
+        return buffer
+    return replace(
+        buffer,
+        reserved_bytes=buffer.reserved_bytes + claimed_bytes,
+        free_bytes=max(0, buffer.free_bytes - claimed_bytes),
+        admissible_bytes=max(0, buffer.admissible_bytes - claimed_bytes),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Admission:
     admitted: int  # how many of the candidates, from the first, may be handed over now

@@ -2,7 +2,8 @@
 accounts drive time in across libraries of different drive generations.
 
 A path with copies in several libraries is read from the one the cost model says serves it soonest
-(`soonest_copy`).
+(`soonest_copy`), among the copies on tapes an operator holds least: a copy on a disabled tape waits until the
+tape is enabled, one on a broken tape fails, so either comes after any copy on an active tape.
 
 A drive-second of a slow drive is not one of a fast drive: usage is counted in reference drive-seconds, a
 library's drive-seconds times its native rate over the site's reference rate (its fastest library's). A site
@@ -47,6 +48,8 @@ class CopyEstimate:
 
     library: str
     wait_s: float  # inf: the library publishes no costs, so no estimate
+    disabled: bool = False  # its tape is disabled: the file would wait until an admin enables it
+    broken: bool = False  # its tape is broken: the file would fail unless it were read elsewhere
 
 
 def copy_wait_s(
@@ -62,9 +65,11 @@ def copy_wait_s(
     return backlog_s + costs.mount_s + locate_s + costs.overhead_s + size_bytes / rate
 
 
-def soonest_copy(copies: Sequence[CopyEstimate]) -> str:
-    """The library to read a file from, among those holding a copy (in the settings' order): the least
-    estimated wait; on a tie (or no estimate at all) the first named."""
+def soonest_copy(copies: Sequence[CopyEstimate]) -> CopyEstimate:
+    """The copy to read a file from, among the libraries holding one (in the settings' order): a copy on an
+    active tape before one on a disabled tape before one on a broken tape, then the least estimated wait; on a
+    tie (or no estimate at all) the first named. Every copy on a broken tape: the soonest of them (the caller
+    decides whether a broken copy will do)."""
     if not copies:
         raise ValueError("no copy to choose from")
-    return min(enumerate(copies), key=lambda c: (c[1].wait_s, c[0]))[1].library
+    return min(enumerate(copies), key=lambda c: (c[1].broken, c[1].disabled, c[1].wait_s, c[0]))[1]

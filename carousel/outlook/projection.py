@@ -9,8 +9,13 @@ plan's `wake_at`), in-flight work that finished leaves the snapshot, and the pol
 that holds tapes back (gathering work, thresholds, fair share) is followed as it would act, not guessed at.
 
 The first plan is the one the next cycle makes from the same snapshot, so its waiting reasons are the
-ones users see. After `max_plans` plans (or `horizon`) the tapes still waiting are placed in priority
-then arrival order on the drives as they free, without asking the policy: a rough estimate, flagged.
+ones users see. The disk buffer's room (what admission may hand over now) is cut from that plan as the cycle
+cuts it, and from every plan made while the projected clock has not moved: the bytes handed over at the
+snapshot's instant take room until they land, and nothing lands at that instant. From the next moment on
+the room is taken to be back (no release by clients is modelled: an optimistic estimate).
+
+After `max_plans` plans (or `horizon`) the tapes still waiting are placed in priority then arrival order on
+the drives as they free, without asking the policy: a rough estimate, flagged.
 
 A file is taken to be on disk when its tape's pass ends (the tape's `eta`); files are not followed one by one.
 The costs are in seconds of the snapshot's clock (a simulated library on a scaled clock publishes them so).
@@ -24,7 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from carousel.domain.buffer import admit_plan
+from carousel.domain.buffer import admit_plan, after_claims
 from carousel.domain.media import hold_back
 from carousel.domain.planning import (
     GroupDemand,
@@ -81,6 +86,11 @@ class Projection:
     plans: int = 1
     complete: bool = False  # every tape was placed by the policy's own plans
     note: str | None = None  # why there are no times, or why some are rough
+
+    @property
+    def claimed_bytes(self) -> int:
+        """The bytes handed over at the snapshot's instant: the room in the disk buffer they take."""
+        return _claimed_at(self.passes, self.now)
 
     @property
     def drained_at(self) -> datetime | None:
@@ -401,12 +411,26 @@ def project(
             break
         t = following
         run.land(t)
-        current = plan(run.snapshot(snapshot, t))
+        current = _room_cut(plan(later := run.snapshot(snapshot, t)), later, run.passes, now)
         plans += 1
     if run.queued:
         run.place_roughly(t)
     passes = tuple(run.passes)
     return Projection(now, first, _outlooks(snapshot, first, passes), passes, plans, complete, note)
+
+
+def _claimed_at(passes: Iterable[ProjectedPass], now: datetime) -> int:
+    """Bytes of the passes planned at `now` (not those in flight before it)."""
+    return sum(p.bytes for p in passes if p.plan >= 1 and p.planned_at == now)
+
+
+def _room_cut(plan: Plan, snapshot: Snapshot, passes: Iterable[ProjectedPass], start: datetime) -> Plan:
+    """A plan made while the projected clock still stands at `start`, cut to the room the plans before it
+    left in the disk buffer; a plan made later is left as it is (the room is taken to be back)."""
+    if snapshot.buffer is None or snapshot.now != start:
+        return plan
+    room = after_claims(snapshot.buffer, _claimed_at(passes, start))
+    return admit_plan(plan, replace(snapshot, buffer=room))
 
 
 def _start_in_flight(run: _Run, snapshot: Snapshot) -> None:

@@ -1,5 +1,6 @@
 """The outlook of a site of several libraries (docs/decisions.md §17): each library projected on its own
 drives, cost figures and queue (its tapes only: a tape ID in two libraries is two tapes), then read together.
+The disk buffer is the site's: the libraries share its room in the cycle's order (`project_snapshots`).
 
 A request's ETA is the latest of its libraries' ETAs, its position the smallest of its libraries' (each
 counted in its own library's files), and each waiting reason names the library of the files it counts. A site
@@ -15,6 +16,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.config import Settings
+from carousel.domain.buffer import after_claims
 from carousel.domain.clock import Clock
 from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.planning import Plan, Snapshot
@@ -99,8 +101,22 @@ def site_snapshots(
 
 def project_snapshots(snapshots: Mapping[str, Snapshot], policy: Callable[[], Policy]) -> SiteProjection:
     """Each library's snapshot projected under a policy (`policy` makes an instance per library: a policy may
-    remember what it planned)."""
-    projections = {name: project(snapshot, policy().plan) for name, snapshot in snapshots.items()}
+    remember what it planned).
+
+    The libraries share one disk buffer as the site's cycle shares it: in the settings' order, each plans on
+    the room the libraries before it left, since their claims reserve what their plans take before the next
+    library's snapshot is read. So each library's plans at the snapshot's instant are cut to the admissible
+    bytes less those the libraries before it hand over then (at most the room each had), not to the whole
+    free buffer each."""
+    projections: dict[str, Projection] = {}
+    claimed = 0
+    for name, snapshot in snapshots.items():
+        own = snapshot
+        if snapshot.buffer is not None and claimed:
+            own = replace(snapshot, buffer=after_claims(snapshot.buffer, claimed))
+        projections[name] = project(own, policy().plan)
+        if own.buffer is not None:
+            claimed += min(projections[name].claimed_bytes, own.buffer.admissible_bytes)
     return SiteProjection(min(p.now for p in projections.values()), projections)
 
 

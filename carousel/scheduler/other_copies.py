@@ -1,10 +1,11 @@
 """Where else a file can be read when its tape is broken (docs/decisions.md §15, §17).
 
 A file of a broken tape fails with the tape's reason unless another copy of it can be read: on a site of
-several libraries, the site's lookup (hsm_adapters.site) asks every library and the copy the cost model
-serves soonest among those on a tape that is not broken is chosen; the caller
-(carousel.scheduler.media_states) moves the queued file to that copy (its library, tape and position, the
-write a lookup makes). One library, or a lookup that is not a site's: there is no other copy.
+several libraries, the site's lookup (hsm_adapters.site) asks every library and, among the copies on a tape
+that is not broken, chooses as its lookup does (`soonest_copy`: an active tape before a disabled one, then
+the soonest by the cost model); the caller (carousel.scheduler.media_states) moves the queued file to that
+copy (its library, tape and position, the write a lookup makes). One library, or a lookup that is not a
+site's: there is no other copy.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """Tape and drive states on a site of two simulated libraries, through the admin API, on PostgreSQL and
 SQLite, with the site cycle stepped in virtual time: a tape is (library, tape) and a drive (library, drive).
 The same tape ID in both libraries: disabling it in one leaves the other's mounted and read. A broken tape's
-files with a copy in the other library are read from there; those without fail with the admin's reason.
+files with a copy in the other library are read from there; those without fail with the admin's reason. A
+path submitted (or looked up again by the cycle) while its soonest copy's tape is broken or disabled is
+queued on the other library's copy at once.
 Drives named alike in both are taken down separately. Bad input (an unknown library, a name in both without
 the library, a tape in no library) is a problem naming the field, and nothing changes."""
 
@@ -15,6 +17,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from carousel.cli.service import site_of
 from carousel.config import Settings
 from carousel.config.auth import AuthSettings
 from carousel.db.models import DriveStateRow, MediaAudit, Mount, QueuedFileRow, Recall, TapeStateRow
@@ -38,8 +41,14 @@ CATALOGUES = {
 }
 
 
-def build_site(clock: ManualClock, tmp_path: Path, faults: dict[str, dict[str, Any]] | None = None) -> Site:
-    """LTO-9 × 2 (`new`) and LTO-7 × 2 (`old`), drives drive00 and drive01 in each; `faults` per library."""
+def build_site(
+    clock: ManualClock,
+    tmp_path: Path,
+    factory: sessionmaker[Session],
+    faults: dict[str, dict[str, Any]] | None = None,
+) -> Site:
+    """LTO-9 × 2 (`new`) and LTO-7 × 2 (`old`), drives drive00 and drive01 in each; `faults` per library.
+    Built as the service builds it (its lookup reads the tape states and each library's queued bytes)."""
     adapters = {}
     for name, profile in (("new", "lto9"), ("old", "lto7")):
         catalogue = tmp_path / f"{name}.csv"
@@ -49,7 +58,9 @@ def build_site(clock: ManualClock, tmp_path: Path, faults: dict[str, dict[str, A
         if faults and name in faults:
             options["faults"] = faults[name]
         adapters[name] = build_simulated_adapter(options, clock)
-    return Site(adapters)
+    site = site_of(adapters, factory, named=True)
+    assert isinstance(site, Site)
+    return site
 
 
 @pytest.fixture
@@ -58,10 +69,15 @@ def faults() -> dict[str, dict[str, Any]]:
 
 
 @pytest.fixture
-def library(clock: ManualClock, tmp_path: Path, faults: dict[str, dict[str, Any]]) -> Iterator[Site]:
+def library(
+    clock: ManualClock,
+    tmp_path: Path,
+    session_factory: sessionmaker[Session],
+    faults: dict[str, dict[str, Any]],
+) -> Iterator[Site]:
     """The site the API asks (the conftest's `library`, overridden); a test's `faults` parameter gives a
     library a fault plan."""
-    site = build_site(clock, tmp_path, faults)
+    site = build_site(clock, tmp_path, session_factory, faults)
     yield site
     site.close()
 
@@ -167,6 +183,45 @@ def test_a_broken_tapes_files_are_read_from_another_librarys_copy_or_fail_with_t
     assert mounts(session_factory) == {("old", "T5")}
     with session_factory() as session:
         assert set(session.scalars(select(Recall.library))) == {"old"}
+
+
+@pytest.mark.parametrize("state", ["broken", "disabled"])
+def test_a_file_is_queued_at_submit_on_a_copy_whose_tape_is_not_held(
+    admin: Bearer, library: Site, clock: ManualClock, session_factory: sessionmaker[Session], state: str
+) -> None:
+    # new's T2 holds the copy of /both/x served soonest; old's T5 holds the other
+    assert put(admin, "/tapes/T2/state", {"state": state, "reason": "snapped"}).status_code == 200
+    submit(admin, ["/both/x", "/new/only"])
+    found = files(session_factory)
+    assert found["/both/x"][:3] == ("QUEUED", "old", "T5")
+    assert found["/new/only"][:3] == ("QUEUED", "new", "T2")  # its one copy: queued there, as before
+
+    cycle = site_cycle(session_factory, library, clock)
+    report = cycle.run_once()
+    assert report.libraries["new"].media is not None and report.libraries["new"].media.moved_files == 0
+    step(cycle, clock, lambda: files(session_factory)["/both/x"][0] == "STAGED")
+    assert mounts(session_factory) == {("old", "T5")}
+    # only a copy on a broken tape: failed by the leader's cycle with the tape's reason; on a disabled one,
+    # it waits for the tape
+    expected = ("FAILED", "tape T2 is broken: snapped") if state == "broken" else ("QUEUED", None)
+    assert (files(session_factory)["/new/only"][0], files(session_factory)["/new/only"][3]) == expected
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [{name: {"offline_windows": [{"start_s": 0.0, "end_s": 60.0}]} for name in ("new", "old")}],
+)
+def test_a_path_looked_up_again_by_the_cycle_is_queued_on_a_copy_whose_tape_is_not_broken(
+    admin: Bearer, library: Site, clock: ManualClock, session_factory: sessionmaker[Session]
+) -> None:
+    submit(admin, ["/both/x"])  # neither library answers: the file waits for the cycle to ask again
+    assert files(session_factory)["/both/x"][0] == "UNRESOLVED"
+    assert put(admin, "/tapes/T2/state", {"state": "broken", "reason": "snapped"}).status_code == 200
+    clock.advance(60)  # both libraries are back
+
+    site_cycle(session_factory, library, clock).run_once()
+
+    assert files(session_factory)["/both/x"][:3] in {("QUEUED", "old", "T5"), ("SUBMITTED", "old", "T5")}
 
 
 def test_drives_of_the_same_name_in_two_libraries_are_taken_down_separately(

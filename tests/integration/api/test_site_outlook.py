@@ -1,7 +1,8 @@
 """The outlook and the dry run of a site of two libraries through the API, on PostgreSQL and SQLite: each
 library is projected on its own drives and costs (the slower library's files later), positions count the
 files of the request's own library, a tape ID in both libraries is two tapes, one library offline leaves
-the other's ETAs, and the dry run reports each library beside the site's total."""
+the other's ETAs, the libraries share the free disk buffer in the cycle's order, and the dry run reports
+each library beside the site's total."""
 
 from __future__ import annotations
 
@@ -26,9 +27,15 @@ DRY_RUN = "/api/admin/v1/policy/dry-run"
 
 
 @pytest.fixture
-def library(clock: ManualClock, tmp_path: Path) -> Iterator[Site]:
+def slow_drives() -> int:
+    return 1
+
+
+@pytest.fixture
+def library(clock: ManualClock, tmp_path: Path, slow_drives: int) -> Iterator[Site]:
     """The site the API asks (the conftest's `library`, overridden): one LTO-9 drive (`fast`) and one LTO-7
-    drive (`slow`), both with a tape T1 holding a file of 1 GB; `slow` has a tape T2 as well."""
+    drive (`slow`, or `slow_drives`), both with a tape T1 holding a file of 1 GB; `slow` has a tape T2 as
+    well."""
     rows = {
         "fast": [f"/fast/a,{GB},T1,0"],
         "slow": [f"/slow/b,{GB},T1,0", f"/slow/c,{GB},T2,0"],
@@ -37,7 +44,8 @@ def library(clock: ManualClock, tmp_path: Path) -> Iterator[Site]:
     for name, profile in (("fast", "lto9"), ("slow", "lto7")):
         catalogue = tmp_path / f"{name}.csv"
         catalogue.write_text("path,size_bytes,tape,position_bytes\n" + "".join(f"{r}\n" for r in rows[name]))
-        options = {"profile": profile, "drives": 1, "catalogue": str(catalogue)}
+        drives = slow_drives if name == "slow" else 1
+        options = {"profile": profile, "drives": drives, "catalogue": str(catalogue)}
         adapters[name] = build_simulated_adapter(options, clock)
     site = Site(adapters)
     yield site
@@ -145,3 +153,32 @@ def test_a_library_offline_leaves_the_other_libraries_etas(
         {"code": "library_offline", "files": 2, "reason": outlook["waiting"][0]["reason"], "library": "slow"}
     ]
     assert outlook["unplanned"] == 2 and outlook["note"] == "2 file(s) not in the estimate: see waiting"
+
+
+@pytest.mark.parametrize("slow_drives", [2])
+def test_the_libraries_share_the_free_buffer_in_the_cycles_order(
+    make_api: Callable[..., SyncApi], clock: ManualClock, tmp_path: Path
+) -> None:
+    # 2.375 GB of room below the high watermark: `fast` (first named) takes 1 GB for /fast/a; `slow` has the
+    # 1.375 GB left, room for T1's 1 GB file and not T2's, though its two drives could read both at once
+    buffer = {"enabled": True, "capacity_bytes": 2_500_000_000, "directory": str(tmp_path / "buffer")}
+    api = make_api(policy="star2006", buffer=buffer)
+    response = api.post(f"{NATIVE}/requests", json={"paths": ["/fast/a", "/slow/b", "/slow/c"]})
+    assert response.status_code == 201, response.text
+    clock.advance(1)
+
+    outlook = api.get(f"{NATIVE}/requests/{response.json()['id']}").json()["outlook"]
+
+    assert {(w["library"], w["code"]): w["files"] for w in outlook["waiting"]} == {("slow", "buffer_full"): 1}
+    per_library = {entry["library"]: entry for entry in outlook["libraries"]}
+    fast, slow = (datetime.fromisoformat(per_library[n]["eta"]) for n in ("fast", "slow"))
+    assert datetime.fromisoformat(outlook["eta"]) == slow
+    # with the whole room each, T2 would be read beside T1 on the second drive: the ETA of one LTO-7 read;
+    # shared, it waits for T1's pass, so the slow library's ETA is past two reads
+    lone = make_api(policy="star2006", buffer={**buffer, "capacity_bytes": 10 * GB})
+    alone = lone.post(f"{NATIVE}/requests", json={"paths": ["/slow/b", "/slow/c"]})
+    assert alone.status_code == 201, alone.text
+    whole = datetime.fromisoformat(
+        lone.get(f"{NATIVE}/requests/{alone.json()['id']}").json()["outlook"]["eta"]
+    )
+    assert clock.now() < fast < whole < slow

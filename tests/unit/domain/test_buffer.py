@@ -13,6 +13,7 @@ from carousel.domain.buffer import (
     admissible_bytes,
     admit,
     admit_plan,
+    after_claims,
     eviction_needed,
     fitting,
     free_bytes,
@@ -113,3 +114,12 @@ def test_a_selection_of_any_tape_held_back_holds_back_every_tape() -> None:
     cut = admit_plan(plan, _snapshot(admissible=0))
     assert cut.selections == ()
     assert cut.waiting == {"T1": BUFFER_FULL, "T2": BUFFER_FULL}
+
+
+def test_bytes_claimed_by_a_library_before_leave_the_next_less_room() -> None:
+    before = view(LIMITS, BufferUsage(on_disk_bytes=600, pinned_bytes=200, reserved_bytes=100))
+    after = after_claims(before, 250)
+    assert (after.reserved_bytes, after.free_bytes, after.admissible_bytes) == (350, 0, 350)
+    assert after == view(LIMITS, BufferUsage(on_disk_bytes=600, pinned_bytes=200, reserved_bytes=350))
+    assert after_claims(before, 0) is before
+    assert after_claims(before, 10_000).admissible_bytes == 0

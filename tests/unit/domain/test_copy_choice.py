@@ -1,5 +1,6 @@
-"""Which library serves a copy soonest (carousel.domain.libraries): the least estimated wait, the first named
-on a tie; a library with no published costs has no estimate and comes last."""
+"""Which library serves a copy soonest (carousel.domain.libraries): a copy on an active tape first, then on a
+disabled tape, then on a broken one; among those the least estimated wait, the first named on a tie; a
+library with no published costs has no estimate and comes last."""
 
 from __future__ import annotations
 
@@ -21,8 +22,16 @@ def test_the_wait_is_the_backlog_over_the_drives_then_mount_locate_overhead_and_
 
 
 def test_the_least_wait_wins_and_a_tie_goes_to_the_first_named() -> None:
-    assert soonest_copy([CopyEstimate("a", 10.0), CopyEstimate("b", 5.0)]) == "b"
-    assert soonest_copy([CopyEstimate("a", 5.0), CopyEstimate("b", 5.0)]) == "a"
-    assert soonest_copy([CopyEstimate("a", math.inf), CopyEstimate("b", math.inf)]) == "a"
+    assert soonest_copy([CopyEstimate("a", 10.0), CopyEstimate("b", 5.0)]).library == "b"
+    assert soonest_copy([CopyEstimate("a", 5.0), CopyEstimate("b", 5.0)]).library == "a"
+    assert soonest_copy([CopyEstimate("a", math.inf), CopyEstimate("b", math.inf)]).library == "a"
     with pytest.raises(ValueError, match="no copy"):
         soonest_copy([])
+
+
+def test_a_copy_on_an_active_tape_comes_before_a_disabled_one_before_a_broken_one() -> None:
+    broken, disabled = CopyEstimate("a", 1.0, broken=True), CopyEstimate("b", 5.0, disabled=True)
+    assert soonest_copy([broken, disabled, CopyEstimate("c", 10.0)]).library == "c"
+    assert soonest_copy([broken, disabled]).library == "b"  # a disabled tape waits, a broken one fails
+    # every copy on a broken tape: the soonest of them (the caller says whether a broken copy will do)
+    assert soonest_copy([CopyEstimate("a", 9.0, broken=True), broken]) == broken

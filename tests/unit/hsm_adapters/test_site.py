@@ -1,6 +1,8 @@
 """A site's lookup across its libraries (simulated libraries, CSV catalogues): a path with copies in two is
 read from the one the cost model serves soonest, which moves with the bytes queued there; a path in one
-library names it; a path in none is not on tape, unless a library could not answer."""
+library names it; a path in none is not on tape, unless a library could not answer. Tapes an operator holds
+come last: a copy on a disabled tape after one on an active tape, a broken one after both (and only when
+every copy is broken)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from carousel.domain.clock import ManualClock
+from carousel.domain.media import TapeState
 from carousel.scheduler.planning_path import published_costs
 from hsm_adapters.base import Health, NotOnTape, OnTape, Unknown
 from hsm_adapters.simulated.adapter import build_simulated_adapter
@@ -85,3 +88,48 @@ def test_another_copy_leaves_out_broken_tapes_and_says_when_it_cannot_know(libra
     x, z = site.other_copies(["/both/x", "/new/z"], {("new", "N1")})
     assert isinstance(x, Unknown) and "library old did not answer" in x.reason
     assert isinstance(z, Unknown)  # old could not say whether it holds /new/z
+
+
+def test_the_lookup_passes_over_a_copy_on_a_broken_or_disabled_tape(libraries) -> None:
+    for state in (TapeState.BROKEN, TapeState.DISABLED):
+        site = Site(libraries, tape_states=lambda state=state: {("new", "N1"): state})
+        x, z = site.lookup(["/both/x", "/new/z"])
+        assert isinstance(x, OnTape) and (x.library, x.tape) == ("old", "O1"), state
+        # its one copy: answered as it is (a broken tape's file fails at the leader's next cycle)
+        assert isinstance(z, OnTape) and (z.library, z.tape) == ("new", "N1"), state
+
+
+def test_a_disabled_copy_comes_before_a_broken_one_and_every_broken_copy_leaves_the_soonest(
+    libraries,
+) -> None:
+    held = {("new", "N1"): TapeState.BROKEN, ("old", "O1"): TapeState.DISABLED}
+    (x,) = Site(libraries, tape_states=lambda: held).lookup(["/both/x"])
+    assert isinstance(x, OnTape) and x.library == "old"
+    both_broken = {("new", "N1"): TapeState.BROKEN, ("old", "O1"): TapeState.BROKEN}
+    (x,) = Site(libraries, tape_states=lambda: both_broken).lookup(["/both/x"])
+    assert isinstance(x, OnTape) and x.library == "new"  # as without states: the soonest copy
+
+
+def test_the_tape_states_are_read_once_per_lookup_and_only_for_a_choice(libraries) -> None:
+    reads: list[int] = []
+
+    def tape_states() -> dict[tuple[str, str], TapeState]:
+        reads.append(1)
+        return {}
+
+    site = Site(libraries, tape_states=tape_states)
+    site.lookup(["/new/z", "/old/y", "/nowhere"])  # one copy each at most: nothing to choose
+    assert reads == []
+    site.lookup(["/both/x", "/both/x", "/new/z", "/both/x"])
+    assert reads == [1]
+
+
+def test_another_copy_prefers_an_active_tape_to_a_disabled_one(libraries) -> None:
+    site = Site(libraries, tape_states=lambda: {("old", "O1"): TapeState.DISABLED})
+    (x,) = site.other_copies(["/both/x"], set())
+    assert isinstance(x, OnTape) and x.library == "new"
+    site = Site(libraries, tape_states=lambda: {("new", "N1"): TapeState.DISABLED})
+    (x,) = site.other_copies(["/both/x"], set())
+    assert isinstance(x, OnTape) and x.library == "old"
+    (x,) = site.other_copies(["/both/x"], {("old", "O1")})  # the disabled copy, when the other is broken
+    assert isinstance(x, OnTape) and x.library == "new"

@@ -1,6 +1,7 @@
 """The projection follows the policy's own plans on the library's cost figures: times worked out by hand
 from the costs, a policy that holds tapes back followed until it lets them go, late binding, the library
-offline or without figures, the rough placement beyond the horizon, and a property over random queues."""
+offline or without figures, the rough placement beyond the horizon, the disk buffer's room shared by the
+plans of the snapshot's instant, and a property over random queues."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from carousel.domain.buffer import BUFFER_FULL, BufferView
 from carousel.domain.planning import Plan, Snapshot
 from carousel.outlook.projection import project
 from policies.carousel import JOIN_WAIT
@@ -200,3 +202,19 @@ def test_a_cartridge_handed_over_file_by_file_is_in_one_drive_at_a_time() -> Non
     assert a_passes[1].reads_from == near(T0 + seconds(one + COSTS.mount_s))
     assert b_pass.reads_from == near(T0 + seconds(COSTS.mount_s))
     assert projection.tapes["A"].eta == near(T0 + seconds(one + mount_service(1)))
+
+
+def test_plans_made_at_the_snapshots_instant_share_the_buffers_room() -> None:
+    # two drives, A and B of one 100 MB file each, room for 150 MB: the next cycle hands over A, and B waits
+    # for space; a plan made at the same instant finds no more room, so B is read once time has moved on
+    queue = snapshot(tape("A", 1, age_s=2), tape("B", 1, age_s=1), drives=2)
+    room = BufferView(1000 * MB, 0, 0, 0, free_bytes=150 * MB, admissible_bytes=150 * MB)
+    buffered = project(replace(queue, buffer=room), build_policy("star2006").plan)
+    whole = project(queue, build_policy("star2006").plan)
+
+    assert buffered.plan.waiting.get("B") == BUFFER_FULL
+    assert buffered.claimed_bytes == SIZE
+    a, b = buffered.tapes["A"], buffered.tapes["B"]
+    assert a.eta == whole.tapes["A"].eta and a.eta is not None
+    assert b.starts_at is not None and b.starts_at > a.eta  # not beside A on the free drive
+    assert whole.tapes["B"].starts_at == whole.tapes["A"].starts_at

@@ -1,15 +1,20 @@
 """A request's outlook on a site of several libraries, read from each library's real projection: the same
 tape ID in two libraries is two tapes, the eta the latest library's, the position the smallest, and files
-no library of the site holds (not looked up yet, or of a library no longer named) counted apart."""
+no library of the site holds (not looked up yet, or of a library no longer named) counted apart. The
+libraries share the free disk buffer in the cycle's order, each planning on the room those before it left."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from carousel.domain.buffer import BUFFER_FULL, BufferView
 from carousel.domain.queue import RequestWork
 from carousel.outlook.projection import project
 from carousel.outlook.request_outlook import NOT_PROJECTED, TAPE_UNKNOWN
-from carousel.outlook.site import SiteProjection, site_request_outlook
+from carousel.outlook.site import SiteProjection, project_snapshots, site_request_outlook
+from policies.base import Policy
 from policies.registry import build_policy
-from tests.unit.policies.snapshots import T0, snapshot, tape
+from tests.unit.policies.snapshots import MB, T0, busy, snapshot, tape
 
 
 def two_libraries() -> SiteProjection:
@@ -59,3 +64,42 @@ def test_files_no_library_of_the_site_holds_wait_apart() -> None:
             two_libraries(), RequestWork(libraries={"a": RequestWork(queued={"T1": 2})})
         ).eta
     )
+
+
+def _fifo() -> Policy:
+    return build_policy("fifo")
+
+
+def _room(admissible: int) -> BufferView:
+    """A buffer with `admissible` bytes of room, none of it used."""
+    return BufferView(1000 * MB, 0, 0, 0, free_bytes=admissible, admissible_bytes=admissible)
+
+
+def test_libraries_share_the_free_buffer_in_the_cycles_order() -> None:
+    # 550 MB of room: `a` (first in the settings) takes 500 MB of it with A1; `b` reads B0 on one of its two
+    # drives and has B1 (100 MB files) queued, which fits the whole room but not the 50 MB `a` leaves
+    a = replace(snapshot(tape("A1", 5), drives=1), buffer=_room(550 * MB))
+    b = replace(snapshot(tape("B1", 2), drives=2, in_flight=(busy("B0", 10),)), buffer=_room(550 * MB))
+
+    shared = project_snapshots({"a": a, "b": b}, _fifo)
+    whole = {name: project(own, _fifo().plan) for name, own in (("a", a), ("b", b))}
+
+    assert shared.libraries["a"].tapes["A1"].eta == whole["a"].tapes["A1"].eta  # the first plans on all of it
+    assert shared.libraries["b"].plan.waiting.get("B1") == BUFFER_FULL  # as b's cycle would find it
+    assert "B1" not in whole["b"].plan.waiting
+    later, early = shared.libraries["b"].tapes["B1"].eta, whole["b"].tapes["B1"].eta
+    assert later is not None and early is not None and later > early  # B1 waits for B0's pass: no room now
+    # the order is the cycle's: `b` first plans on the whole room, and `a` still finds enough for A1
+    swapped = project_snapshots({"b": b, "a": a}, _fifo)
+    assert swapped.libraries["b"].tapes["B1"].eta == early
+    assert swapped.libraries["a"].tapes["A1"].eta == whole["a"].tapes["A1"].eta
+
+
+def test_without_a_buffer_or_with_one_library_each_projection_is_its_own() -> None:
+    a = snapshot(tape("A1", 5), drives=1)
+    b = snapshot(tape("B1", 2), drives=2, in_flight=(busy("B0", 10),))
+    shared = project_snapshots({"a": a, "b": b}, _fifo)
+    assert shared.libraries["b"].tapes["B1"].eta == project(b, _fifo().plan).tapes["B1"].eta
+    alone = replace(b, buffer=_room(50 * MB))  # one library: its own room, as it always was
+    only = project_snapshots({"b": alone}, _fifo)
+    assert only.libraries["b"].tapes["B1"] == project(alone, _fifo().plan).tapes["B1"]
