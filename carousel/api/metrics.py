@@ -19,5 +19,6 @@ def service_metrics(request: Request) -> ServiceMetrics:
 
 @router.get("/metrics", response_class=Response, responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}})
 def metrics(request: Request) -> Response:
-    """Counters of this process and queue figures read from the database now; names in docs/operations.md."""
-    return Response(generate_latest(service_metrics(request).registry), media_type=CONTENT_TYPE_LATEST)
+    """Counters of this process (of every worker under `carousel api --workers N`) and queue figures read
+    from the database now; names in docs/operations.md."""
+    return Response(generate_latest(service_metrics(request).exposition()), media_type=CONTENT_TYPE_LATEST)

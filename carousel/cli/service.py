@@ -8,8 +8,10 @@ of it.
 from __future__ import annotations
 
 import gc
+import os
 import signal
 import socket
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -37,7 +39,7 @@ from carousel.domain.media import TapeState
 from carousel.logging import configure_logging
 from carousel.observability.cycles import observed
 from carousel.observability.exposition import serve_metrics
-from carousel.observability.metrics import ServiceMetrics
+from carousel.observability.metrics import MULTIPROCESS_DIR_ENV, ServiceMetrics
 from carousel.policy_admin.active import ActivePolicy
 from carousel.scheduler.cycle import Cycle, CycleReport
 from carousel.scheduler.event_pruning import INTERVAL_S as PRUNE_INTERVAL_S
@@ -241,7 +243,10 @@ def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
             out.print("anonymous access is on: anyone who can reach this address can stage files")
         if workers > 1:
             parts.engine.dispose()  # each worker has an engine of its own
-            run_workers(partial(api_worker, settings, host, port), workers)
+            # the workers' metrics files, fresh each start (a file of a past run would count again)
+            with tempfile.TemporaryDirectory(prefix="carousel-metrics-") as metrics_files:
+                os.environ[MULTIPROCESS_DIR_ENV] = metrics_files  # the workers inherit it
+                run_workers(partial(api_worker, settings, host, port), workers)
             return
         server = uvicorn.Server(server_config(api, settings, parts.metrics))
         if scheduling is not None:

@@ -43,12 +43,14 @@ class LibraryMetrics:
             "Each library's health at the last cycle: 1 for its state, 0 for the others",
             ["library", "state"],
             registry=r,
+            multiprocess_mode="mostrecent",
         )
         self.stalled = Gauge(
             "carousel_library_stalled",
             "1 while the library holds work and has made no progress for longer than its physics explain",
             ["library"],
             registry=r,
+            multiprocess_mode="mostrecent",
         )
 
     def observe(self, report: CycleReport) -> None:

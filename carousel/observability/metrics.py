@@ -1,6 +1,11 @@
 """The service's Prometheus metrics, in a registry of their own per process (or per app in tests), never the
 client library's global default registry: several apps in one process keep apart.
 
+`carousel api --workers N` runs N processes behind one port, and a scrape reaches one of them: each worker
+writes its figures to files in a directory of the supervisor's (prometheus-client's multiprocess mode,
+`PROMETHEUS_MULTIPROC_DIR`), and `/metrics` answers every worker's added up (counters and histograms summed,
+gauges the one last set), so no scrape sees a counter go back.
+
 Two kinds of figures:
 - counted by this process as things happen: cycles (observed from each `CycleReport`), submissions (from
   the API), HTTP requests (from the request middleware);
@@ -12,7 +17,10 @@ Names and meanings are listed in docs/operations.md.
 
 from __future__ import annotations
 
+import os
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.domain.clock import Clock
@@ -22,6 +30,7 @@ from carousel.scheduler.cycle import CycleReport
 from carousel.webhooks.deliverer import DeliveryReport
 from hsm_adapters.base import Health
 
+MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"  # prometheus-client's: where processes write their figures
 CYCLE_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 HTTP_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -83,12 +92,14 @@ class ServiceMetrics:
             "The library's health at the last cycle: 1 for its state, 0 for the others",
             ["state"],
             registry=r,
+            multiprocess_mode="mostrecent",
         )
         self.hsm_stalled = Gauge(
             "carousel_hsm_stalled",
             "1 while the library holds work and has made no progress for longer than its physics explain"
             " (carousel.scheduler.liveness), else 0",
             registry=r,
+            multiprocess_mode="mostrecent",
         )
         self.read_timeouts = Counter(
             "carousel_read_timeouts",
@@ -118,11 +129,13 @@ class ServiceMetrics:
             " reserved (files claimed or with the library), free (below the high watermark, now)",
             ["kind"],
             registry=r,
+            multiprocess_mode="mostrecent",
         )
         self.buffer_waiting_files = Gauge(
             "carousel_buffer_waiting_files",
             "Queued files of tapes waiting for space in the disk buffer at the last cycle (buffer_full)",
             registry=r,
+            multiprocess_mode="mostrecent",
         )
         self.buffer_evictions = Counter(
             "carousel_buffer_evictions",
@@ -140,6 +153,18 @@ class ServiceMetrics:
         if self._database is None:
             self._database = DatabaseCollector(session_factory, clock)
             self.registry.register(self._database)
+
+    def exposition(self) -> CollectorRegistry:
+        """What a scrape answers: this registry; in multiprocess mode every process's figures, read from
+        their files, and the database's."""
+        directory = os.environ.get(MULTIPROCESS_DIR_ENV)
+        if not directory:
+            return self.registry
+        every_process = CollectorRegistry()
+        MultiProcessCollector(every_process, path=directory)  # type: ignore[no-untyped-call]
+        if self._database is not None:
+            every_process.register(self._database)
+        return every_process
 
     def submitted(self, api: str, files: int) -> None:
         self.submissions.labels(api=api).inc()

@@ -15,6 +15,7 @@ from threading import Barrier
 import httpx
 import pytest
 import tomli_w
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy.engine import URL
 
 from carousel.domain.clock import ManualClock
@@ -183,3 +184,23 @@ def test_a_cancel_through_one_process_shows_at_once_in_the_other(services: Servi
     for url in (services.second, services.first, services.second):
         after = httpx.get(url + status, headers=erin).json()
         assert [f.get("state") for f in after["files"]] == ["CANCELLED", "SUBMITTED"]
+
+
+def test_the_metrics_of_every_worker_are_added_up_at_each_scrape(services: Services) -> None:
+    """`carousel api --workers 2`: a scrape reaches one worker, and answers for both (a counter that showed
+    one worker's count at each scrape would jump up and down with the worker scraped)."""
+    calls = 15  # each on a connection of its own: the kernel spreads them over the workers
+    limits = f"{services.first}/api/native/v1/limits"
+    for _ in range(calls):
+        assert httpx.get(limits, headers=services.headers("erin")).is_success
+    for _ in range(6):  # scrapes spread over the workers too
+        scraped = httpx.get(f"{services.first}/metrics")
+        assert scraped.status_code == 200
+        answered = [
+            sample.value
+            for family in text_string_to_metric_families(scraped.text)
+            if family.name == "carousel_http_requests"
+            for sample in family.samples
+            if sample.name == "carousel_http_requests_total" and sample.labels["route"].endswith("/limits")
+        ]
+        assert sum(answered) == calls
