@@ -82,7 +82,7 @@ class SiteCycle:
                 clock,
                 leader_lock=self.leader_lock,
                 policy_source=policies[name],
-                site=LibraryOfSite(name, name == first, weights, lookup),
+                site=LibraryOfSite(name, name == first, weights, lookup, adapters),
             )
             for name, adapter in adapters.items()
         }
