@@ -148,7 +148,10 @@ def test_the_same_tape_id_in_two_libraries_is_two_tapes_on_the_dashboard_and_in_
             break
         mounted = {name: "T1" in a.capacity().mounted_tapes for name, a in library.libraries.items()}
         if any(mounted.values()) and not all(mounted.values()):  # T1 mounted in one library only
-            page = TapeRows(admin.api.get("/dashboard", headers=admin.headers).text)
+            html = admin.api.get("/dashboard", headers=admin.headers).text
+            for name, on in mounted.items():  # the tapes mounted, each named with its library
+                assert (f'data-library="{name}">{name} T1</span>' in html) is on
+            page = TapeRows(html)
             for lib, cells in page.rows:
                 assert cells[-1] == ("yes" if mounted[str(lib)] else ""), (lib, cells)
                 mounted_seen.add((str(lib), cells[-1]))
