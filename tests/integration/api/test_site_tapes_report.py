@@ -2,7 +2,8 @@
 SQLite: a site of two simulated libraries each holding a tape T1, a file asked for on each, the site cycle
 stepped in virtual time. The dashboard lists (and counts) two tapes with work, each with its library; the
 tapes report has a row per library's T1, with no remount; the remounts report counts two tapes mounted once
-each; the mounts report names each mount's library. A site of one library shows its tapes as before."""
+each; the mounts report names each mount's library. (A site of one library keeps its dashboard table as it
+was: tests/integration/reports/test_dashboard.py.)"""
 
 from __future__ import annotations
 
