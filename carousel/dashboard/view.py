@@ -141,6 +141,18 @@ class Dashboard:
     def in_flight_total(self) -> int:
         return self.queued_total - self.waiting_total
 
+    @property
+    def several_libraries(self) -> bool:
+        """A site of several libraries: tapes are shown with their library (the same ID in two is two)."""
+        return bool(self.library.libraries)
+
+    def mounted(self, tape: TapeWork) -> bool:
+        """The tape is mounted in its own library (the same ID mounted in another library is another tape)."""
+        for name, one in self.library.libraries:
+            if name == tape.library:
+                return tape.tape in one.mounted_tapes
+        return not self.library.libraries and tape.tape in self.library.mounted_tapes
+
 
 def _groups(cells: list[QueueCell]) -> list[GroupQueue]:
     by_group: dict[str, list[QueueCell]] = {}

@@ -46,8 +46,10 @@ def queue_by_state_and_group(session: Session) -> list[QueueCell]:
 
 @dataclass(frozen=True, slots=True)
 class TapeWork:
-    """One tape with files queued for it or in flight on it."""
+    """One tape with files queued for it or in flight on it: a tape is (library, tape), the same ID in two
+    libraries two tapes (docs/decisions.md §17)."""
 
+    library: str
     tape: str
     queued: int
     queued_bytes: int
@@ -60,17 +62,19 @@ def _has_work() -> tuple[ColumnElement[bool], ...]:
 
 
 def count_tapes_with_work(session: Session) -> int:
-    """Tapes with any file queued or in flight."""
-    total: int | None = session.scalar(select(func.count(func.distinct(F.tape))).where(*_has_work()))
+    """Tapes (library, tape) with any file queued or in flight."""
+    tapes = select(F.library, F.tape).where(*_has_work()).distinct().subquery()
+    total: int | None = session.scalar(select(func.count()).select_from(tapes))
     return total or 0
 
 
 def busiest_tapes(session: Session, limit: int) -> list[TapeWork]:
-    """The `limit` tapes with the most queued files (then by label), with their in-flight files."""
+    """The `limit` tapes with the most queued files (then by library, label), with their files in flight."""
     queued = F.state == FileState.QUEUED.value
     queued_files = func.sum(case((queued, 1), else_=0))
     statement = (
         select(
+            F.library,
             F.tape,
             queued_files,
             func.coalesce(func.sum(case((queued, F.size_bytes), else_=0)), 0),
@@ -78,11 +82,11 @@ def busiest_tapes(session: Session, limit: int) -> list[TapeWork]:
             func.min(case((queued, F.queued_at), else_=None)),
         )
         .where(*_has_work())
-        .group_by(F.tape)
-        .order_by(queued_files.desc(), F.tape)
+        .group_by(F.library, F.tape)
+        .order_by(queued_files.desc(), F.library, F.tape)
         .limit(limit)
     )
     return [
-        TapeWork(str(tape), int(n), int(size), int(flying), oldest)
-        for tape, n, size, flying, oldest in session.execute(statement)
+        TapeWork(str(library), str(tape), int(n), int(size), int(flying), oldest)
+        for library, tape, n, size, flying, oldest in session.execute(statement)
     ]

@@ -31,6 +31,20 @@ Dimension = Literal["library", "drive", "tape", "group"]
 
 NO_DRIVE = ""  # the key of reads and mounts an adapter reported without a drive
 
+# A tape is (library, tape) (docs/decisions.md §17): its key joins the two with a separator no library name
+# holds (carousel.domain.libraries), so the first one splits them again whatever the tape ID holds.
+TAPE_KEY_SEPARATOR = "/"
+
+
+def tape_key(library: str, tape: str) -> str:
+    return f"{library}{TAPE_KEY_SEPARATOR}{tape}"
+
+
+def split_tape_key(key: str) -> tuple[str, str]:
+    """(library, tape) of a tape key."""
+    library, _, tape = key.partition(TAPE_KEY_SEPARATOR)
+    return library, tape
+
 
 # --- portable epoch seconds --------------------------------------------------------------------------------
 
@@ -96,7 +110,7 @@ def _key(by: Dimension) -> ColumnElement[str]:
     if by == "drive":
         return func.coalesce(Recall.drive, NO_DRIVE)
     if by == "tape":
-        return Recall.tape.expression
+        return Recall.library + TAPE_KEY_SEPARATOR + Recall.tape  # tape_key in SQL
     if by == "group":
         return QueuedFileRow.grp.expression
     return literal("", String())
@@ -233,6 +247,7 @@ class MountSession:
     """One mount as the adapter reported it, with the reads that started while it lasted."""
 
     id: int
+    library: str
     tape: str
     drive: str  # NO_DRIVE when the adapter named none
     mounted_at: datetime
@@ -287,6 +302,7 @@ def mount_sessions(
     statement = (
         select(
             Mount.id,
+            Mount.library,
             Mount.tape,
             func.coalesce(Mount.drive, NO_DRIVE),
             Mount.mounted_at,
@@ -304,15 +320,16 @@ def mount_sessions(
     return [
         MountSession(
             id=int(row[0]),
-            tape=row[1],
-            drive=row[2],
-            mounted_at=row[3],
-            unmounted_at=row[4],
-            files=int(row[5]),
-            bytes=int(row[6]),
-            reads=int(row[7]),
-            reading_s=float(row[8]),
-            first_submitted_at=row[9],
+            library=row[1],
+            tape=row[2],
+            drive=row[3],
+            mounted_at=row[4],
+            unmounted_at=row[5],
+            files=int(row[6]),
+            bytes=int(row[7]),
+            reads=int(row[8]),
+            reading_s=float(row[9]),
+            first_submitted_at=row[10],
         )
         for row in session.execute(statement)
     ]

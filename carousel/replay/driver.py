@@ -45,7 +45,7 @@ from carousel.replay.trace import Trace, TraceRow
 from carousel.scheduler.feed import FeedControl, FeedSettings
 from carousel.scheduler.planning_path import Dispatch, PlanningPath
 from carousel.scheduler.read_timeouts import ReadTimeouts
-from hsm_adapters.base import Health
+from hsm_adapters.base import Health, HsmAdapter
 from hsm_adapters.simulated.adapter import SimulatedAdapter
 from hsm_adapters.simulated.builder import LibrarySetup, build_library
 from hsm_adapters.simulated.catalogue import Catalogue, CatalogueInvalid
@@ -242,11 +242,14 @@ def _sites(trace: Trace, config: ReplayConfig, store: MemoryQueueStore, clock: M
         )
     counter = itertools.count(1)  # one counter for the site: claim keys stay unique across libraries
     sites = []
+    # who hears of the shared buffer's evictions: every library's adapter, filled in as each is built
+    adapters: dict[str, HsmAdapter] = {}
     for spec in specs:
         policy = build_policy(config.policy, config.policy_options)  # each library plans on its own
         rows = trace.rows if not config.libraries else tuple(r for r in trace.rows if r.library == spec.name)
         built = _library_of(rows, trace.source, spec, config, policy)
         adapter = built.adapter(clock, config.time_scale)
+        adapters[spec.name] = adapter
         queue = LibraryQueue(store, spec.name)
         path = PlanningPath(
             queue,
@@ -257,6 +260,7 @@ def _sites(trace: Trace, config: ReplayConfig, store: MemoryQueueStore, clock: M
             costs=library_costs(built.physics, built.setup.robots).per_clock(config.time_scale),
             new_key=lambda: f"c{next(counter)}",
             buffer=store.buffer,
+            libraries=adapters,
         )
         feed = FeedControl(config.feed, max_files_per_cycle=config.max_files_per_cycle, costs=path.costs)
         read_timeouts = ReadTimeouts(

@@ -13,14 +13,16 @@ from collections.abc import Callable
 from datetime import datetime
 
 from carousel.domain.buffer import BufferLimits, BufferUsage
+from carousel.scheduler.eviction_notice import Evicted
 
 
 class MemoryBuffer:
     """Bytes on disk, pinned and reserved, per file id; evicts least recently used unpinned files."""
 
-    def __init__(self, limits: BufferLimits, path_of: Callable[[int], str]) -> None:
+    def __init__(self, limits: BufferLimits, evicted_of: Callable[[int], Evicted]) -> None:
+        """`evicted_of`: a file id's library and path."""
         self._limits = limits
-        self._path_of = path_of
+        self._evicted_of = evicted_of
         self.on_disk_bytes = 0
         self.pinned_bytes = 0
         self.reserved_bytes = 0  # kept by the store as files are claimed and end
@@ -63,9 +65,9 @@ class MemoryBuffer:
         self._expire(now)
         return BufferUsage(self.on_disk_bytes, self.pinned_bytes, self.reserved_bytes)
 
-    def evict(self, bytes_needed: int, now: datetime) -> list[str]:
+    def evict(self, bytes_needed: int, now: datetime) -> list[Evicted]:
         self._expire(now)
-        paths: list[str] = []
+        paths: list[Evicted] = []
         freed = 0
         while freed < bytes_needed and self._lru:
             used_at, file_id = heapq.heappop(self._lru)
@@ -77,7 +79,7 @@ class MemoryBuffer:
             freed += size
             self.evicted_files += 1
             self.evicted_bytes += size
-            paths.append(self._path_of(file_id))
+            paths.append(self._evicted_of(file_id))
         return paths
 
     def next_release(self) -> datetime | None:

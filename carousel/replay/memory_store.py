@@ -27,6 +27,7 @@ from carousel.domain.planning import GroupDemand, GroupUsage, ReadOrder, Selecti
 from carousel.domain.queue import ClaimedFile, HandedOver, QueueDemand, Reading, split_mount_time
 from carousel.domain.states import CLAIM, FILE_ACTIVE, GIVE_BACK, HAND_OVER, FileState
 from carousel.replay.memory_buffer import MemoryBuffer
+from carousel.scheduler.eviction_notice import Evicted
 from carousel.scheduler.queue_store import Claim
 from hsm_adapters.base import Event, EventKind
 
@@ -123,7 +124,7 @@ class MemoryQueueStore:
         # per library, what its drive-second counts in reference drive-seconds (fair share across libraries)
         self.usage_weights = dict(usage_weights or {})
         # the disk buffer, accounting only (no bytes): None plans as the service with its buffer off
-        self.buffer = MemoryBuffer(buffer, lambda file_id: self.files[file_id - 1].path) if buffer else None
+        self.buffer = MemoryBuffer(buffer, self._evicted) if buffer else None
         self.release_after_s = release_after_s
         self._holds: list[float | None] = []  # per row: how long its client holds the file once staged
         self._applied_at: datetime | None = None
@@ -205,6 +206,10 @@ class MemoryQueueStore:
         self._active += 1
         self._enqueue(file)
         return row
+
+    def _evicted(self, file_id: int) -> Evicted:
+        file = self.files[file_id - 1]
+        return Evicted(file.library, file.path)
 
     def _hold(self, row: int) -> float:
         hold = self._holds[row]

@@ -200,9 +200,12 @@ def _tapes(figure: Figure, report: Report) -> None:
     axes = figure.subplots()
     mounts: dict[str, int] = defaultdict(int)
     files: dict[str, int] = defaultdict(int)
-    for row in report.records():
-        mounts[str(row["tape"])] += int(cast(int, row["mounts"]))
-        files[str(row["tape"])] += int(cast(int, row["files"]))
+    records = report.records()
+    several = len({row["library"] for row in records}) > 1  # then a tape is named with its library
+    for row in records:
+        tape = f"{row['library']}/{row['tape']}" if several else str(row["tape"])
+        mounts[tape] += int(cast(int, row["mounts"]))
+        files[tape] += int(cast(int, row["files"]))
     busiest = sorted(mounts, key=lambda t: (-mounts[t], t))[:MOST_TAPES]
     busiest = [t for t in busiest if mounts[t] > 0]
     if not busiest:

@@ -11,11 +11,12 @@ from carousel.db import report_queries as q
 from carousel.domain.planning import LibraryCosts
 from carousel.reports.table import Column, Report, Value
 from carousel.reports.tally import mount_wait_s
-from carousel.reports.throughput import BOUNDS, COST_NOTE, NO_COST_NOTE
+from carousel.reports.throughput import BOUNDS, COST_NOTE, LIBRARY_COLUMN, NO_COST_NOTE
 from carousel.reports.window import Window
 
 MOUNT_COLUMNS = (
     Column("mount", "", "the mount's id in the history"),
+    LIBRARY_COLUMN,
     Column("tape", "", "the tape's label"),
     Column("drive", "", "the drive (empty: the library named none)"),
     Column("mounted_at", "UTC time", "the MOUNTED event: the tape is loaded and ready"),
@@ -34,12 +35,13 @@ MOUNT_COLUMNS = (
 
 REMOUNT_COLUMNS = (
     *BOUNDS,
-    Column("tapes_mounted", "count", "distinct tapes with a MOUNTED event in the bucket"),
+    Column("tapes_mounted", "count", "distinct tapes (library, tape) with a MOUNTED event in the bucket"),
     Column("mounts", "count", "MOUNTED events in the bucket"),
     Column("remounts", "count", "mounts beyond each tape's first in the bucket: mounts - tapes_mounted"),
     Column("tapes_remounted", "count", "tapes mounted more than once in the bucket"),
     Column("most_mounts", "count", "the most mounts of one tape in the bucket"),
-    Column("most_mounted_tape", "", "that tape (the first label of a tie)"),
+    Column("most_mounted_tape", "", "that tape (the first label of a tie, by library then label)"),
+    Column("most_mounted_library", "", "the library holding that tape"),
 )
 
 
@@ -56,6 +58,7 @@ def mounts_report(session: Session, window: Window, now: datetime, costs: Librar
         rows.append(
             (
                 mount.id,
+                mount.library,
                 mount.tape,
                 mount.drive,
                 mount.mounted_at,
@@ -87,11 +90,11 @@ def mounts_report(session: Session, window: Window, now: datetime, costs: Librar
 
 
 def remounts_report(session: Session, window: Window, now: datetime, costs: LibraryCosts | None) -> Report:
-    per_bucket: dict[int, Counter[str]] = defaultdict(Counter)
+    per_bucket: dict[int, Counter[tuple[str, str]]] = defaultdict(Counter)  # (library, tape) -> mounts
     for mount in q.mount_sessions(session, window.since, window.until, window.library):
         row = window.row_at(mount.mounted_at.timestamp())
         if row is not None:
-            per_bucket[row][mount.tape] += 1
+            per_bucket[row][(mount.library, mount.tape)] += 1
     rows: list[tuple[Value, ...]] = []
     for index, (start, end) in enumerate(window.bucket_bounds()):
         tapes = per_bucket.get(index, Counter())
@@ -107,7 +110,8 @@ def remounts_report(session: Session, window: Window, now: datetime, costs: Libr
                 mounts - len(tapes),
                 sum(1 for n in tapes.values() if n > 1),
                 top[0][1] if top else 0,
-                top[0][0] if top else None,
+                top[0][0][1] if top else None,
+                top[0][0][0] if top else None,
             )
         )
     return Report(

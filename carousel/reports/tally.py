@@ -1,5 +1,6 @@
 """Drive time, reads and mounts added up per bucket and key (drive, tape, group, or the whole library), from
-the history the database returns. The definitions are in docs/operations.md; in short:
+the history the database returns. A tape's key names its library too (`report_queries.tape_key`): the same
+tape ID in two libraries is two tapes. The definitions are in docs/operations.md; in short:
 
 - a read is the time from its FILE_STARTED event (the drive starts positioning) to its end; its time and its
   bytes are shared between the buckets it overlaps in proportion to its time in each;
@@ -73,7 +74,9 @@ def tally_reads(session: Session, window: Window, by: q.Dimension, tallies: Tall
 
 
 def mount_key(mount: q.MountSession, by: q.Dimension) -> str:
-    return {"drive": mount.drive, "tape": mount.tape}.get(by, "")
+    if by == "tape":
+        return q.tape_key(mount.library, mount.tape)
+    return mount.drive if by == "drive" else ""
 
 
 def tally_mounts(

@@ -55,6 +55,8 @@ ESTIMATES = (
         "estimated: transfer_s / (mounted_s + mounts x the published mount time)",
     ),
 )
+# the library holding a tape: the same tape ID in two libraries is two tapes (docs/decisions.md §17)
+LIBRARY_COLUMN = Column("library", "", "the library holding the tape (default: the one library of a site)")
 GROUP_READS = (
     Column("files", "count", "recalls of the group's files that ended on disk in the bucket"),
     Column("failed", "count", "recalls of the group's files that ended FAILED in the bucket"),
@@ -162,19 +164,24 @@ def _keyed_report(
     costs: LibraryCosts | None,
     *,
     by: q.Dimension,
-    key_column: Column,
+    key_columns: tuple[Column, ...],
     title: str,
 ) -> Report:
     tallies = tally(session, window, now, by)
-    keys = sorted({key for key, _ in tallies})
     remounts = by == "tape"
+
+    def key_cells(key: str) -> tuple[str, ...]:
+        return q.split_tape_key(key) if remounts else (key,)  # a tape: its library, then its ID
+
+    keys = sorted({key for key, _ in tallies}, key=key_cells)
 
     def row(cell: Cell) -> tuple[Value, ...]:
         one = cell.tally
         counts: tuple[Value, ...] = (one.mounts, one.files, one.failed)
         if remounts:
             counts = (*counts, max(one.mounts - 1, 0))
-        return (cell.start, cell.end, cell.key, *counts, *_bytes(one, cell.span_s), *_drive_time(one, costs))
+        cells = (*key_cells(cell.key), *counts, *_bytes(one, cell.span_s), *_drive_time(one, costs))
+        return (cell.start, cell.end, *cells)
 
     counts = (*COUNTS, Column("remounts", "count", "mounts of the tape in the bucket beyond the first"))
     return Report(
@@ -182,7 +189,7 @@ def _keyed_report(
         title=title,
         window=window,
         generated_at=now,
-        columns=(*BOUNDS, key_column, *(counts if remounts else COUNTS), *BYTES, *DRIVE_TIME, *ESTIMATES),
+        columns=(*BOUNDS, *key_columns, *(counts if remounts else COUNTS), *BYTES, *DRIVE_TIME, *ESTIMATES),
         rows=_rows(window, tallies, keys, row),
         notes=_notes(costs),
     )
@@ -196,15 +203,16 @@ def drives_report(session: Session, window: Window, now: datetime, costs: Librar
         now,
         costs,
         by="drive",
-        key_column=column,
+        key_columns=(column,),
         title="Throughput and efficiency per drive",
     )
 
 
 def tapes_report(session: Session, window: Window, now: datetime, costs: LibraryCosts | None) -> Report:
-    column = Column("tape", "", "the tape's label")
+    """A row per bucket and tape, a tape being (library, tape): the same ID in two libraries is two rows."""
+    columns = (LIBRARY_COLUMN, Column("tape", "", "the tape's label"))
     return _keyed_report(
-        session, window, now, costs, by="tape", key_column=column, title="Throughput and remounts per tape"
+        session, window, now, costs, by="tape", key_columns=columns, title="Throughput and remounts per tape"
     )
 
 

@@ -3,7 +3,8 @@ directory in the service, memory in the replay (which writes no bytes and only a
 
 The planning path asks for the usage when it takes its snapshot, cuts what it claims to what the buffer admits
 (`carousel.domain.buffer`), and before handing the claimed files over asks the keeper to evict least recently
-used unpinned files when they would not fit otherwise; it then tells the library which copies are gone.
+used unpinned files when they would not fit otherwise; it then tells each library which of the copies it read
+are gone (carousel.scheduler.eviction_notice).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from carousel.db import buffer_queries
 from carousel.db.engine import transaction
 from carousel.domain.buffer import BufferLimits, BufferUsage, epoch_s
+from carousel.scheduler.eviction_notice import Evicted
 
 
 class BufferGauge(Protocol):
@@ -32,9 +34,9 @@ class BufferGauge(Protocol):
 class BufferKeeper(BufferGauge, Protocol):
     """A buffer the planning path also makes room in."""
 
-    def evict(self, bytes_needed: int, now: datetime) -> list[str]:
+    def evict(self, bytes_needed: int, now: datetime) -> list[Evicted]:
         """Removes unpinned files, least recently used first, until `bytes_needed` are freed or none is left;
-        the paths removed."""
+        those removed, each with the library it was read from."""
         ...
 
 

@@ -2,7 +2,8 @@
 evict_on_release is set (a release, a deleted request, a lifetime over), and a page of the files on disk is
 checked for bytes deleted behind carousel's back.
 
-Eviction is the scheduler's alone, so one process deletes bytes and tells the library (`adapter.evict`).
+Eviction is the scheduler's alone, so one process deletes bytes and tells the library each file was read from
+(`adapter.evict`, carousel.scheduler.eviction_notice).
 The row goes first in the same transaction as the bytes: a row never says a file is on disk that is not
 (if the commit fails, the next check finds the bytes gone). A file joined by a new request or read since it
 was chosen keeps its bytes (carousel.db.buffer_queries.mark_evicted).
@@ -10,6 +11,7 @@ was chosen keeps its bytes (carousel.db.buffer_queries.mark_evicted).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -21,6 +23,7 @@ from carousel.db import buffer_queries as q
 from carousel.db.engine import run_transaction
 from carousel.domain.buffer import BufferLimits, BufferUsage, epoch_s, least_recently_used
 from carousel.domain.clock import Clock
+from carousel.scheduler.eviction_notice import Evicted, tell_libraries
 from hsm_adapters.base import HsmAdapter
 
 log = structlog.get_logger(__name__)
@@ -41,14 +44,15 @@ class BufferUpkeep:
         self,
         layout: BufferLayout,
         session_factory: sessionmaker[Session],
-        adapter: HsmAdapter,
+        libraries: Mapping[str, HsmAdapter],
         clock: Clock,
         *,
         evict_on_release: bool,
     ) -> None:
+        """`libraries`: each library's adapter by name, told of the evicted files it read."""
         self.layout = layout
         self.session_factory = session_factory
-        self.adapter = adapter
+        self.libraries = libraries
         self.clock = clock
         self.evict_on_release = evict_on_release
         self._checked_to = 0  # the check goes round the files on disk in id order, a page a cycle
@@ -67,19 +71,18 @@ class BufferUpkeep:
             log.warning("files marked on disk without bytes in the buffer: now on tape only", files=fixed)
         return fixed
 
-    def evict_unpinned(self, report: UpkeepReport, limit: int) -> list[str]:
-        """Up to `limit` files no pin holds leave the buffer, least recently used first; their paths."""
+    def evict_unpinned(self, report: UpkeepReport, limit: int) -> list[Evicted]:
+        """Up to `limit` files no pin holds leave the buffer, least recently used first, and each library
+        hears of those it read (a courtesy to its own count of disk copies, never a blocker); they are
+        returned."""
         gone = self.evict_least_recently_used(limit)
-        paths = [file.path for file in gone]
-        if paths:
+        evicted = [Evicted(file.library, file.path) for file in gone]
+        if gone:
             report.evicted += len(gone)
             report.evicted_bytes += sum(file.size_bytes for file in gone)
             log.info("evicted from the buffer", files=len(gone), bytes=report.evicted_bytes)
-            try:
-                self.adapter.evict(paths)
-            except Exception as exc:  # the library's own count of disk copies: a courtesy, never a blocker
-                log.warning("adapter evict failed", files=len(paths), error=str(exc))
-        return paths
+            tell_libraries(self.libraries, evicted)
+        return evicted
 
     def evict_least_recently_used(self, limit: int, bytes_needed: int | None = None) -> list[q.OnDisk]:
         """Files no pin holds leave the buffer, least recently used first: up to `limit` of them, or (with
@@ -144,7 +147,7 @@ class LiveBuffer:
     def usage(self, now: datetime) -> BufferUsage:
         return run_transaction(self.upkeep.session_factory, lambda session: q.usage(session, epoch_s(now)))
 
-    def evict(self, bytes_needed: int, now: datetime) -> list[str]:
+    def evict(self, bytes_needed: int, now: datetime) -> list[Evicted]:
         gone: list[q.OnDisk] = []
         freed = 0
         while freed < bytes_needed:  # a page at a time; ends when nothing unpinned is left
@@ -155,4 +158,4 @@ class LiveBuffer:
             freed += sum(file.size_bytes for file in page)
         if gone:
             log.info("evicted from the buffer to make room", files=len(gone), bytes=freed)
-        return [file.path for file in gone]
+        return [Evicted(file.library, file.path) for file in gone]

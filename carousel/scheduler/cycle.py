@@ -155,13 +155,15 @@ class Cycle:
         self.leader_lock = leader_lock or leader_lock_for(session_factory)
         # the disk buffer (docs/data-path.md): None when it is off, and batches then carry no destination
         self.buffer = BufferLayout.at(buffer_directory(settings)) if settings.buffer.enabled else None
+        # who hears of evicted copies: the library each was read from (the buffer is the site's)
+        libraries = dict(self.site.adapters) or {self.library: adapter}
         self.buffer_upkeep = (
             None
             if self.buffer is None
             else BufferUpkeep(
                 self.buffer,
                 session_factory,
-                adapter,
+                libraries,
                 clock,
                 evict_on_release=settings.buffer.evict_on_release,
             )
@@ -187,6 +189,7 @@ class Cycle:
             buffer=None
             if self.buffer_upkeep is None
             else LiveBuffer(buffer_limits(settings), self.buffer_upkeep),
+            libraries=libraries,
         )
         self.retry = RetryRule(max_attempts=settings.max_attempts, backoff_s=settings.retry_backoff_s)
         self.event_stream = event_stream_name(adapter, self.library)

@@ -9,7 +9,7 @@ injected factory (uuids in the service, a counter in the replay, so a replay is 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -23,6 +23,7 @@ from carousel.domain.planning import LibraryCosts, LibraryView, Plan, Selection,
 from carousel.domain.queue import ClaimedFile, HandedOver
 from carousel.scheduler.buffer_keeper import BufferGauge, BufferKeeper
 from carousel.scheduler.collector import collector_held
+from carousel.scheduler.eviction_notice import tell_libraries
 from carousel.scheduler.queue_store import QueueStore
 from hsm_adapters.base import Batch, BatchFile, Capacity, HsmAdapter
 from hsm_adapters.site import Site
@@ -112,7 +113,11 @@ class PlanningPath:
         new_key: Callable[[], str] = uuid_keys,
         buffer: BufferKeeper | None = None,
         destination: Callable[[str], str] | None = None,
+        libraries: Mapping[str, HsmAdapter] | None = None,
     ) -> None:
+        """`libraries`: who hears of the copies evicted to make room, each library's adapter by name (the
+        buffer is the site's: room made in one library's pass may free files another read); None: `adapter`
+        hears them all (a site of one library)."""
         self.store = store
         self.adapter = adapter
         self.policy = policy
@@ -122,6 +127,7 @@ class PlanningPath:
         self.new_key = new_key
         self.buffer = buffer
         self.destination = destination  # file key -> where the library writes its bytes; None: no bytes
+        self.libraries = libraries
 
     def run(self, capacity: Capacity, online: bool, *, submit: bool = True) -> Dispatch:
         """One pass over a snapshot taken now; with submit=False (an outage) the plan is made for its waiting
@@ -160,18 +166,14 @@ class PlanningPath:
 
     def _make_room(self, bytes_needed: int, dispatch: Dispatch) -> None:
         """Evicts least recently used unpinned files before the claimed ones are handed over, then tells the
-        library those copies are gone (a library that fails to hear it keeps a stale count, nothing worse)."""
+        library each copy was read from that it is gone (a library that fails to hear it keeps a stale count,
+        nothing worse)."""
         if bytes_needed <= 0 or self.buffer is None:
             return
-        paths = self.buffer.evict(bytes_needed, self.clock.now())
-        dispatch.evicted_files = len(paths)
-        if not paths:
-            return
-        try:
-            self.adapter.evict(paths)
-        except Exception as exc:
-            log.warning("the library was not told of evicted copies", files=len(paths), error=str(exc))
-            dispatch.errors.append(f"evict: {exc}")
+        gone = self.buffer.evict(bytes_needed, self.clock.now())
+        dispatch.evicted_files = len(gone)
+        libraries = self.libraries if self.libraries is not None else {"": self.adapter}
+        dispatch.errors.extend(tell_libraries(libraries, gone))
 
     def _claim_and_submit(self, selections: Sequence[Selection], dispatch: Dispatch) -> None:
         if not selections:

@@ -84,7 +84,7 @@ class SiteCycle:
                 clock,
                 leader_lock=self.leader_lock,
                 policy_source=policies[name],
-                site=LibraryOfSite(name, name == first, weights, lookup, assemblies),
+                site=LibraryOfSite(name, name == first, weights, lookup, adapters, assemblies),
             )
             for name, adapter in adapters.items()
         }

@@ -1,5 +1,5 @@
 """What one library's cycle is to its site (docs/decisions.md §17): its name, whether it runs the site's own
-steps, how the site counts its drive time, and the lookup across every library."""
+steps, how the site counts its drive time, the lookup across every library, and every library's adapter."""
 
 from __future__ import annotations
 
@@ -20,5 +20,7 @@ class LibraryOfSite:
     site_steps: bool = True
     usage_weights: Mapping[str, float] = field(default_factory=dict)  # reference drive-seconds per library
     lookup: HsmAdapter | None = None  # the site's lookup (hsm_adapters.site.Site); None: the library's own
+    # every library's adapter by name, told of the buffer's evicted copies each read; empty: the library's own
+    adapters: Mapping[str, HsmAdapter] = field(default_factory=dict)
     # every library's store's copy of the tape queues: they share each fold (carousel.db.demand_assembly)
     assemblies: SiteAssemblies | None = None

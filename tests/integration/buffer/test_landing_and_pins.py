@@ -122,7 +122,7 @@ def upkeep(
     factory: sessionmaker[Session], layout: BufferLayout, library: Library, clock: ManualClock
 ) -> UpkeepReport:
     report = UpkeepReport()
-    BufferUpkeep(layout, factory, library, clock, evict_on_release=True).run(report)  # type: ignore[arg-type]
+    BufferUpkeep(layout, factory, {"default": library}, clock, evict_on_release=True).run(report)  # type: ignore[arg-type]
     return report
 
 
@@ -278,7 +278,8 @@ def test_files_marked_on_disk_without_bytes_in_the_buffer_are_put_right(session_
     add_request(session_factory, [queued("/old/f", "T1", 0, T0, state=FileState.STAGED)], T0)
     with transaction(session_factory) as session:
         session.execute(update(QueuedFileRow).values(on_disk=True))
-    upkeep_of = BufferUpkeep(layout, session_factory, Library(layout, clock), clock, evict_on_release=True)  # type: ignore[arg-type]
+    library = {"default": Library(layout, clock)}
+    upkeep_of = BufferUpkeep(layout, session_factory, library, clock, evict_on_release=True)  # type: ignore[arg-type]
     assert upkeep_of.reconcile() == 1
     assert not file_row(session_factory, "/old/f").on_disk
     assert upkeep_of.reconcile() == 0
