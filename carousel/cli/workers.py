@@ -7,14 +7,19 @@ kernel spreads new connections evenly over them; one shared listening socket wou
 whichever worker happens to be waiting (one worker took every call of an idle moment). A worker that dies is
 started again, unless it dies within START_GRACE_S of its start (it would die again: the supervisor stops,
 saying which). SIGINT or SIGTERM to the supervisor is passed to every worker as SIGTERM, and it waits for
-them to finish their calls. Workers leave the terminal's process group, so Ctrl-C reaches them once.
+them to finish their calls. Workers leave the terminal's process group, so Ctrl-C reaches them once. A
+supervisor that dies without passing it on (SIGKILL, the OOM killer) takes its workers with it: each asks the
+kernel for a SIGTERM when its parent dies (Linux's PR_SET_PDEATHSIG; elsewhere a thread watches the parent),
+since workers left serving would share the port with the next supervisor's and count metrics no one adds up.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -31,6 +36,7 @@ log = structlog.get_logger(__name__)
 STOP_TIMEOUT_S = 30.0  # a worker still running this long after SIGTERM is killed
 WATCH_S = 1.0  # how often the supervisor looks for a stop request while no worker dies
 START_GRACE_S = 10.0  # a worker that dies sooner after its start is not started again
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
 def run_workers(target: Callable[[int], None], count: int) -> None:
@@ -71,12 +77,30 @@ def run_workers(target: Callable[[int], None], count: int) -> None:
 
 def _start(context: Any, target: Callable[[int], None], index: int) -> BaseProcess:
     process: BaseProcess = context.Process(
-        target=_worker_main, args=(target, index), name=f"carousel-api-{index}"
+        target=_worker_main, args=(target, index, os.getpid()), name=f"carousel-api-{index}"
     )
     process.start()
     return process
 
 
-def _worker_main(target: Callable[[int], None], index: int) -> None:
+def _worker_main(target: Callable[[int], None], index: int, supervisor: int) -> None:
     os.setpgid(0, 0)  # out of the terminal's group: Ctrl-C comes once, as the supervisor's SIGTERM
+    _stop_with(supervisor)
     target(index)
+
+
+def _stop_with(supervisor: int) -> None:
+    """SIGTERM to this worker (a graceful stop) when the supervisor process dies, however it dies."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    else:
+        watch = threading.Thread(target=_watch_parent, args=(supervisor,), name="watch-parent", daemon=True)
+        watch.start()
+    if os.getppid() != supervisor:  # it died before the kernel was asked
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _watch_parent(supervisor: int) -> None:
+    while os.getppid() == supervisor:
+        time.sleep(WATCH_S)
+    os.kill(os.getpid(), signal.SIGTERM)

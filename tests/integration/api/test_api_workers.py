@@ -1,0 +1,123 @@
+"""`carousel api --workers 2` as a tree of real processes: its workers stop with their supervisor however it
+stops. SIGTERM: gracefully, and the directory of the workers' metrics files goes too. SIGKILL (the OOM
+killer's): the kernel tells each worker, which stops instead of serving on beside the next supervisor's."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import tomli_w
+
+from tests.clients.support import (
+    ServiceNotReady,
+    carousel_program,
+    free_port,
+    service_environment,
+    stop,
+    wait_ready,
+)
+
+pytestmark = pytest.mark.slow
+
+WAIT_S = 60.0  # bounded, and generous: each wait ends as soon as what it waits for happens
+LIBRARY = {"profile": "lto8", "drives": 1, "catalogue": {"generate": {"seed": 3, "cartridges": 2}}}
+
+
+@dataclass(frozen=True)
+class Supervised:
+    supervisor: subprocess.Popen[bytes]
+    workers: list[int]
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                command = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            if parent == pid and b"spawn_main" in command:
+                found.append(int(entry.name))
+    return found
+
+
+def _exited(pid: int) -> bool:
+    """Waits (at most WAIT_S) for a process that is not this one's child to end."""
+    try:
+        handle = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        readable, _, _ = select.select([handle], [], [], WAIT_S)
+        return bool(readable)
+    finally:
+        os.close(handle)
+
+
+@pytest.fixture
+def supervised(tmp_path: Path, sqlite_template: Path) -> Iterator[Supervised]:
+    database = tmp_path / "carousel.sqlite3"
+    database.write_bytes(sqlite_template.read_bytes())
+    port = free_port()
+    config = tmp_path / "carousel.toml"
+    settings = {
+        "database_url": f"sqlite:///{database}",
+        "host": "127.0.0.1",
+        "adapter_options": LIBRARY,
+        "buffer": {"enabled": False},
+    }
+    config.write_text(tomli_w.dumps(settings))
+    log = tmp_path / "api.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [carousel_program(), "api", "--workers", "2", "--port", str(port)],
+            env=service_environment(config),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    workers: list[int] = []
+    try:
+        try:
+            wait_ready(f"http://127.0.0.1:{port}", process, log)
+        except ServiceNotReady as exc:
+            pytest.fail(str(exc))
+        workers.extend(_children(process.pid))  # both started before either answered /readyz
+        assert len(workers) == 2, log.read_text()
+        yield Supervised(process, workers)
+    finally:
+        stop(process, signal.SIGTERM)
+        for pid in workers:  # a test that failed may leave them running
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_the_workers_stop_when_their_supervisor_is_killed(supervised: Supervised) -> None:
+    supervised.supervisor.kill()
+    supervised.supervisor.wait()
+    for pid in supervised.workers:
+        assert _exited(pid), f"worker {pid} serves on after its supervisor was killed"
+
+
+def test_a_stopped_supervisor_stops_its_workers_and_removes_their_metrics_files(
+    supervised: Supervised,
+) -> None:
+    environ = Path(f"/proc/{supervised.workers[0]}/environ").read_bytes().split(b"\0")
+    metrics = Path(
+        next(v for v in environ if v.startswith(b"PROMETHEUS_MULTIPROC_DIR=")).split(b"=", 1)[1].decode()
+    )
+    assert metrics.is_dir() and any(metrics.iterdir())  # the workers write their figures there
+    supervised.supervisor.send_signal(signal.SIGTERM)
+    assert supervised.supervisor.wait(timeout=WAIT_S) == 0
+    assert all(_exited(pid) for pid in supervised.workers)
+    assert not metrics.exists()
