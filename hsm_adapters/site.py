@@ -3,7 +3,8 @@ every library, each path answered with the copy on the least held tape that the 
 and the site's health and capacity together.
 
 It is not a library of its own: batches, cancels and events belong to each library's adapter (the scheduler
-runs one planning pass per library), so `submit`, `cancel`, `poll_events` and `set_sink` refuse.
+runs one planning pass per library), so `submit`, `cancel`, `poll_events` and `set_sink` refuse; so does
+`evict`: an evicted copy is told to the library it was read from, and only to it.
 """
 
 from __future__ import annotations
@@ -179,10 +180,6 @@ class Site:
             mounted.extend(capacity.mounted_tapes)
         return Capacity(total, free, slots, tuple(mounted))
 
-    def evict(self, paths: Sequence[str]) -> None:
-        for adapter in self.libraries.values():
-            adapter.evict(paths)
-
     def close(self) -> None:
         for adapter in self.libraries.values():
             adapter.close()
@@ -200,6 +197,10 @@ class Site:
 
     def set_sink(self, sink: EventSink | None) -> None:
         raise TypeError("a site has no events: each library's adapter has its own")
+
+    def evict(self, paths: Sequence[str]) -> None:
+        # each path is told to the library its file was read from (carousel.scheduler.eviction_notice)
+        raise TypeError("a site evicts nothing: each library's adapter is told of its own evicted copies")
 
 
 def _costs(adapter: HsmAdapter) -> LibraryCosts | None:

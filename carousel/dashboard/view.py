@@ -18,6 +18,7 @@ from carousel.db.overview_queries import (
     count_tapes_with_work,
     queue_by_state_and_group,
 )
+from carousel.db.report_queries import split_drive_key
 from carousel.domain.buffer import BufferLimits, BufferUsage, admissible_bytes, epoch_s, free_bytes
 from carousel.domain.planning import LibraryCosts
 from carousel.domain.states import FILE_ACTIVE, FILE_WAITING, FileState
@@ -59,6 +60,10 @@ class Library:
 
 @dataclass(frozen=True, slots=True)
 class DriveLine:
+    """One drive's last day: a drive is (library, drive), the same name in two libraries two drives
+    (docs/decisions.md §17)."""
+
+    library: str
     drive: str
     tally: Tally
 
@@ -143,7 +148,8 @@ class Dashboard:
 
     @property
     def several_libraries(self) -> bool:
-        """A site of several libraries: tapes are shown with their library (the same ID in two is two)."""
+        """A site of several libraries: tapes and drives are shown with their library (the same ID, or name,
+        in two is two)."""
         return bool(self.library.libraries)
 
     def mounted(self, tape: TapeWork) -> bool:
@@ -201,7 +207,8 @@ def throughput(session: Session, now: datetime, costs: LibraryCosts | None) -> T
     for one in drives.values():
         total.add(one)
     transfer = total.bytes / costs.rate_bytes_per_s if costs is not None else None
-    lines = [DriveLine(drive, one) for drive, one in sorted(drives.items())]
+    keys = sorted(drives, key=split_drive_key)
+    lines = [DriveLine(*split_drive_key(key), drives[key]) for key in keys]
     return Throughput(window=window, total=total, drives=lines, transfer_s=transfer)
 
 

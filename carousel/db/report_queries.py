@@ -25,15 +25,17 @@ from sqlalchemy.sql.functions import FunctionElement
 from carousel.db.models import Mount, QueuedFileRow, Recall, RequestFile, StageRequest
 from carousel.domain.states import LinkState
 
-# What a throughput figure is broken down by: nothing (the whole library), the drive, the tape, the group of
-# the file read (`files.grp`, the group of its oldest asker).
+# What a throughput figure is broken down by: nothing (the whole library), the drive (library, drive), the
+# tape (library, tape), the group of the file read (`files.grp`, the group of its oldest asker).
 Dimension = Literal["library", "drive", "tape", "group"]
 
 NO_DRIVE = ""  # the key of reads and mounts an adapter reported without a drive
 
-# A tape is (library, tape) (docs/decisions.md §17): its key joins the two with a separator no library name
-# holds (carousel.domain.libraries), so the first one splits them again whatever the tape ID holds.
+# A tape is (library, tape) and a drive (library, drive) (docs/decisions.md §17): a key joins the two with a
+# separator no library name holds (carousel.domain.libraries), so the first one splits them again whatever
+# the tape ID or the drive name holds.
 TAPE_KEY_SEPARATOR = "/"
+DRIVE_KEY_SEPARATOR = TAPE_KEY_SEPARATOR
 
 
 def tape_key(library: str, tape: str) -> str:
@@ -44,6 +46,16 @@ def split_tape_key(key: str) -> tuple[str, str]:
     """(library, tape) of a tape key."""
     library, _, tape = key.partition(TAPE_KEY_SEPARATOR)
     return library, tape
+
+
+def drive_key(library: str, drive: str) -> str:
+    return f"{library}{DRIVE_KEY_SEPARATOR}{drive}"
+
+
+def split_drive_key(key: str) -> tuple[str, str]:
+    """(library, drive) of a drive key (drive NO_DRIVE when the adapter named none)."""
+    library, _, drive = key.partition(DRIVE_KEY_SEPARATOR)
+    return library, drive
 
 
 # --- portable epoch seconds --------------------------------------------------------------------------------
@@ -108,7 +120,8 @@ def _reads(by: Dimension) -> Any:
 
 def _key(by: Dimension) -> ColumnElement[str]:
     if by == "drive":
-        return func.coalesce(Recall.drive, NO_DRIVE)
+        # drive_key in SQL
+        return Recall.library + DRIVE_KEY_SEPARATOR + func.coalesce(Recall.drive, NO_DRIVE)
     if by == "tape":
         return Recall.library + TAPE_KEY_SEPARATOR + Recall.tape  # tape_key in SQL
     if by == "group":

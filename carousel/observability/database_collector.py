@@ -15,6 +15,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.db.overview_queries import QueueCell, count_tapes_with_work, queue_by_state_and_group
+from carousel.db.report_queries import split_drive_key
 from carousel.domain.clock import Clock
 from carousel.domain.states import FILE_WAITING
 from carousel.reports.tally import Tally, tally, totals_by_key
@@ -44,8 +45,8 @@ def _families() -> dict[str, GaugeMetricFamily]:
         "tapes": GaugeMetricFamily("carousel_tapes_with_work", "Tapes with files queued or in flight"),
         "drive": GaugeMetricFamily(
             "carousel_drive_efficiency_ratio",
-            "Reading time / mounted time over the last hour, by drive",
-            labels=["drive"],
+            "Reading time / mounted time over the last hour, by library and drive",
+            labels=["library", "drive"],
         ),
         "library": GaugeMetricFamily(
             "carousel_library_efficiency_ratio", "Reading time / mounted time over the last hour, all drives"
@@ -79,10 +80,10 @@ class DatabaseCollector(Collector):
         self._queue(families, cells, now.timestamp())
         families["tapes"].add_metric([], tapes)
         library = Tally()
-        for drive, one in sorted(drives.items()):
+        for key, one in sorted(drives.items(), key=lambda item: split_drive_key(item[0])):
             library.add(one)
-            if one.mounted_s > 0:
-                families["drive"].add_metric([drive], one.reading_s / one.mounted_s)
+            if one.mounted_s > 0:  # a drive is (library, drive): the same name in two libraries is two
+                families["drive"].add_metric(list(split_drive_key(key)), one.reading_s / one.mounted_s)
         if library.mounted_s > 0:
             families["library"].add_metric([], library.reading_s / library.mounted_s)
         yield from families.values()

@@ -156,17 +156,28 @@ def _drive_time(axes: Axes, report: Report, starts: list[float], widths: list[fl
     )
 
 
-def _keyed(report: Report, key: str, value: str, scale: float) -> dict[str, list[tuple[float, float]]]:
+def _keyed(
+    records: list[dict[str, Value]], key: str, value: str, scale: float
+) -> dict[str, list[tuple[float, float]]]:
     """Per key, (bucket start as a date number, value / scale) points."""
     series: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    for row in report.records():
+    for row in records:
         series[str(row[key])].append((_day(row["start"]), _floats([row[value]], scale)[0]))
     return series
 
 
+def _library_names(records: list[dict[str, Value]], key: str) -> list[dict[str, Value]]:
+    """The records with `key` named `library/key` when they hold several libraries (the same tape ID or drive
+    name in two libraries is two), as they are otherwise."""
+    if len({row["library"] for row in records}) <= 1:
+        return records
+    return [{**row, key: f"{row['library']}/{row[key]}"} for row in records]
+
+
 def _drives(figure: Figure, report: Report) -> None:
     rate_axes, efficiency_axes = figure.subplots(1, 2, width_ratios=(3, 2))
-    series = _keyed(report, "drive", "bytes_per_s", MB)
+    records = _library_names(report.records(), "drive")
+    series = _keyed(records, "drive", "bytes_per_s", MB)
     if not series:
         _empty(rate_axes, "reads")
         _empty(efficiency_axes, "mounts")
@@ -183,7 +194,7 @@ def _drives(figure: Figure, report: Report) -> None:
     rate_axes.legend(fontsize=7, ncols=2, frameon=False)
     reading: dict[str, float] = defaultdict(float)
     mounted: dict[str, float] = defaultdict(float)
-    for row in report.records():
+    for row in records:
         reading[str(row["drive"])] += _floats([row["reading_s"]])[0]
         mounted[str(row["drive"])] += _floats([row["mounted_s"]])[0]
     drives = sorted(mounted)
@@ -200,10 +211,8 @@ def _tapes(figure: Figure, report: Report) -> None:
     axes = figure.subplots()
     mounts: dict[str, int] = defaultdict(int)
     files: dict[str, int] = defaultdict(int)
-    records = report.records()
-    several = len({row["library"] for row in records}) > 1  # then a tape is named with its library
-    for row in records:
-        tape = f"{row['library']}/{row['tape']}" if several else str(row["tape"])
+    for row in _library_names(report.records(), "tape"):
+        tape = str(row["tape"])
         mounts[tape] += int(cast(int, row["mounts"]))
         files[tape] += int(cast(int, row["files"]))
     busiest = sorted(mounts, key=lambda t: (-mounts[t], t))[:MOST_TAPES]
@@ -229,7 +238,7 @@ def _tapes(figure: Figure, report: Report) -> None:
 
 def _groups(figure: Figure, report: Report) -> None:
     axes = figure.subplots()
-    series = _keyed(report, "group", "bytes", GB)
+    series = _keyed(report.records(), "group", "bytes", GB)
     if not series:
         _empty(axes, "reads")
         return

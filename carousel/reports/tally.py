@@ -1,6 +1,7 @@
 """Drive time, reads and mounts added up per bucket and key (drive, tape, group, or the whole library), from
-the history the database returns. A tape's key names its library too (`report_queries.tape_key`): the same
-tape ID in two libraries is two tapes. The definitions are in docs/operations.md; in short:
+the history the database returns. A tape's key and a drive's name their library too
+(`report_queries.tape_key`, `drive_key`): the same tape ID in two libraries is two tapes, the same drive name
+two drives. The definitions are in docs/operations.md; in short:
 
 - a read is the time from its FILE_STARTED event (the drive starts positioning) to its end; its time and its
   bytes are shared between the buckets it overlaps in proportion to its time in each;
@@ -76,7 +77,7 @@ def tally_reads(session: Session, window: Window, by: q.Dimension, tallies: Tall
 def mount_key(mount: q.MountSession, by: q.Dimension) -> str:
     if by == "tape":
         return q.tape_key(mount.library, mount.tape)
-    return mount.drive if by == "drive" else ""
+    return q.drive_key(mount.library, mount.drive) if by == "drive" else ""
 
 
 def tally_mounts(

@@ -1,4 +1,5 @@
-"""Throughput and efficiency per bucket: of the whole library, per drive, per tape, per group."""
+"""Throughput and efficiency per bucket: of the whole library, per drive and per tape (each named with its
+library), per group."""
 
 from __future__ import annotations
 
@@ -57,6 +58,10 @@ ESTIMATES = (
 )
 # the library holding a tape: the same tape ID in two libraries is two tapes (docs/decisions.md §17)
 LIBRARY_COLUMN = Column("library", "", "the library holding the tape (default: the one library of a site)")
+# and a drive: the same drive name in two libraries is two drives
+DRIVE_LIBRARY_COLUMN = Column(
+    "library", "", "the library holding the drive (default: the one library of a site)"
+)
 GROUP_READS = (
     Column("files", "count", "recalls of the group's files that ended on disk in the bucket"),
     Column("failed", "count", "recalls of the group's files that ended FAILED in the bucket"),
@@ -169,10 +174,8 @@ def _keyed_report(
 ) -> Report:
     tallies = tally(session, window, now, by)
     remounts = by == "tape"
-
-    def key_cells(key: str) -> tuple[str, ...]:
-        return q.split_tape_key(key) if remounts else (key,)  # a tape: its library, then its ID
-
+    # a tape or a drive: its library, then its ID or name (the rows sorted so)
+    key_cells = q.split_tape_key if remounts else q.split_drive_key
     keys = sorted({key for key, _ in tallies}, key=key_cells)
 
     def row(cell: Cell) -> tuple[Value, ...]:
@@ -196,14 +199,19 @@ def _keyed_report(
 
 
 def drives_report(session: Session, window: Window, now: datetime, costs: LibraryCosts | None) -> Report:
-    column = Column("drive", "", "the drive, as the library names it (empty: the library named none)")
+    """A row per bucket and drive, a drive being (library, drive): the same name in two libraries is two
+    rows."""
+    columns = (
+        DRIVE_LIBRARY_COLUMN,
+        Column("drive", "", "the drive, as the library names it (empty: the library named none)"),
+    )
     return _keyed_report(
         session,
         window,
         now,
         costs,
         by="drive",
-        key_columns=(column,),
+        key_columns=columns,
         title="Throughput and efficiency per drive",
     )
 

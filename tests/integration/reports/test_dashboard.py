@@ -25,13 +25,15 @@ SCREEN = (1280, 1000)
 
 class Page(HTMLParser):
     """The numbers a person reads on the page: cells marked with data-group/data-state, the stat values
-    (by id), the tape rows (by data-tape), the text of each section (by id), image sources."""
+    (by id), the tape rows (by data-tape), the drive rows (by data-drive, with their data-library), the text
+    of each section (by id), image sources."""
 
     def __init__(self, html: str) -> None:
         super().__init__()
         self.cells: dict[tuple[str, str], int] = {}
         self.stats: dict[str, str] = {}
         self.tapes: list[list[str]] = []
+        self.drives: list[tuple[str | None, list[str]]] = []  # (data-library, cells)
         self.sections: dict[str, str] = {}
         self.images: list[str] = []
         self._cell: tuple[str, str] | None = None
@@ -48,7 +50,11 @@ class Page(HTMLParser):
         if tag == "div" and (found.get("id") or "").startswith("stat-"):
             self._stat = str(found["id"])
         if tag == "tr" and "data-tape" in found:
+            self._tape = []  # the row's cells, filled as they come
+            self.tapes.append(self._tape)
+        if tag == "tr" and "data-drive" in found:
             self._tape = []
+            self.drives.append((found.get("data-library"), self._tape))
         if tag == "td":
             self._in_td = True
         if tag == "section" and found.get("id"):
@@ -62,8 +68,7 @@ class Page(HTMLParser):
             self._cell, self._in_td = None, False
         if tag == "div":
             self._stat = None
-        if tag == "tr" and self._tape is not None:
-            self.tapes.append(self._tape)
+        if tag == "tr":
             self._tape = None
         if tag == "section" and self._section:
             self._section.pop()
@@ -106,6 +111,13 @@ def check_against_database(page: Page, recorded: Recorded) -> None:
         mounts = session.scalar(
             select(func.count()).where(Mount.mounted_at >= day_ago, Mount.mounted_at < now)
         )
+        mounts_per_drive = dict(
+            session.execute(
+                select(Mount.drive, func.count())
+                .where(Mount.mounted_at >= day_ago, Mount.mounted_at < now)
+                .group_by(Mount.drive)
+            ).all()
+        )
     assert queue, "the history ends with files in the queue"
     expected = {(group, state): n for group, state, n in queue}
     shown = {key: n for key, n in page.cells.items() if key[0] != "*" and n}
@@ -121,6 +133,10 @@ def check_against_database(page: Page, recorded: Recorded) -> None:
     queued_per_tape = dict(tapes)
     assert page.tapes and all(int(row[1]) == queued_per_tape.get(row[0], 0) for row in page.tapes)
     assert [int(row[1]) for row in page.tapes] == sorted((int(row[1]) for row in page.tapes), reverse=True)
+    # a site of one library: its drives by name alone, no library column
+    assert [(library, cells[:2]) for library, cells in page.drives] == [
+        (None, [drive, str(n)]) for drive, n in sorted(mounts_per_drive.items())
+    ]
     capacity = recorded.history.adapter.capacity()
     busy = capacity.drives_total - capacity.drives_free
     assert page.stats["stat-drives"] == f"{busy} / {capacity.drives_total}"

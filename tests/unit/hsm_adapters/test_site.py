@@ -133,3 +133,15 @@ def test_another_copy_prefers_an_active_tape_to_a_disabled_one(libraries) -> Non
     assert isinstance(x, OnTape) and x.library == "old"
     (x,) = site.other_copies(["/both/x"], {("old", "O1")})  # the disabled copy, when the other is broken
     assert isinstance(x, OnTape) and x.library == "new"
+
+
+def test_a_site_evicts_nothing_each_library_is_told_its_own(libraries, monkeypatch) -> None:
+    """Evicted copies are told per library (carousel.scheduler.eviction_notice): a site told of a path
+    refuses, and no library hears of a copy that may not be its own."""
+    told: list[tuple[str, list[str]]] = []
+    for name, adapter in libraries.items():
+        monkeypatch.setattr(adapter, "evict", lambda paths, name=name: told.append((name, list(paths))))
+    for site in (Site(libraries), Site({"old": libraries["old"]})):
+        with pytest.raises(TypeError, match="each library's adapter"):
+            site.evict(["/old/y"])
+    assert told == []
