@@ -141,7 +141,7 @@ def api_only(host: HostOption = None, port: PortOption = None, workers: WorkersO
     """The API alone (run `carousel scheduler` beside it)."""
     from carousel.cli.service import serve_http, service_parts  # noqa: PLC0415 - see scheduler
 
-    with service_parts(_settings(host=host, port=port, api_workers=workers)) as parts:
+    with service_parts(_settings(host=host, port=port, api_workers=workers), cycles=False) as parts:
         serve_http(parts, with_scheduler=False)
 
 

@@ -81,7 +81,8 @@ def prepared_buffer(settings: Settings) -> BufferLayout | None:
 
 
 @contextmanager
-def service_parts(settings: Settings) -> Iterator[Parts]:
+def service_parts(settings: Settings, *, cycles: bool = True) -> Iterator[Parts]:
+    """`cycles`: the process runs the scheduler's cycle (its metrics count the cycles' figures)."""
     configure_logging(settings.log_format, settings.log_level)
     buffer = prepared_buffer(settings)
     engine = open_database(settings)
@@ -92,7 +93,14 @@ def service_parts(settings: Settings) -> Iterator[Parts]:
         adapter = site_of(libraries, session_factory, named=bool(settings.libraries))
         try:
             yield Parts(
-                settings, engine, session_factory, adapter, clock, ServiceMetrics(), buffer, libraries
+                settings,
+                engine,
+                session_factory,
+                adapter,
+                clock,
+                ServiceMetrics(cycles=cycles),
+                buffer,
+                libraries,
             )
         finally:
             for each in libraries.values():
@@ -264,7 +272,7 @@ def api_worker(settings: Settings, host: str, port: int, index: int) -> None:
     """One of `carousel api --workers N`'s processes (carousel.cli.workers): the supervisor's settings, its
     own engine, adapter, app and metrics, and its own socket on the supervisor's port."""
     sock = _listen(host, port, shared=True)
-    with sock, service_parts(settings) as parts:
+    with sock, service_parts(settings, cycles=False) as parts:
         # every line this worker logs says which worker it is (the calls' tasks and threads inherit it)
         structlog.contextvars.bind_contextvars(worker=index)
         server = uvicorn.Server(server_config(_app(parts), parts.settings, parts.metrics))

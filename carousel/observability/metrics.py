@@ -7,8 +7,8 @@ writes its figures to files in a directory of the supervisor's (prometheus-clien
 gauges the one last set), so no scrape sees a counter go back.
 
 Two kinds of figures:
-- counted by this process as things happen: cycles (observed from each `CycleReport`), submissions (from
-  the API), HTTP requests (from the request middleware);
+- counted by this process as things happen: submissions (from the API), HTTP requests (from the request
+  middleware) and, where a cycle runs, the cycles' figures (carousel.observability.cycle_metrics);
 - read from the database at scrape time (`DatabaseCollector`): the queue by state and group, and the drive
   efficiency over the last hour. These are the same whichever process is scraped.
 
@@ -19,47 +19,30 @@ from __future__ import annotations
 
 import os
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.domain.clock import Clock
+from carousel.observability.cycle_metrics import CycleMetrics
 from carousel.observability.database_collector import DatabaseCollector
-from carousel.observability.library_metrics import LibraryMetrics
 from carousel.scheduler.cycle import CycleReport
 from carousel.webhooks.deliverer import DeliveryReport
-from hsm_adapters.base import Health
 
 MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"  # prometheus-client's: where processes write their figures
-CYCLE_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 HTTP_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
 class ServiceMetrics:
-    def __init__(self) -> None:
+    def __init__(self, *, cycles: bool = True) -> None:
+        """`cycles`: this process runs the scheduler's cycle, and counts its figures (carousel.observability.
+        cycle_metrics); an API process of its own does not."""
         self.registry = CollectorRegistry()
         r = self.registry
-        self.cycle_seconds = Histogram(
-            "carousel_cycle_duration_seconds",
-            "Wall time of one scheduling cycle this process led",
-            buckets=CYCLE_BUCKETS_S,
-            registry=r,
-        )
         self.connections_cut = Counter(
             "carousel_http_connections_cut",
             "Client connections the server answered and closed before any request reached the application",
             ["reason"],
-            registry=r,
-        )
-        self.cycles = Counter(
-            "carousel_cycles",
-            "Scheduling cycles run, by whether this process held the leader lock",
-            ["leader"],
-            registry=r,
-        )
-        self.cycle_errors = Counter(
-            "carousel_cycle_errors",
-            "Library calls that failed during cycles (each is also logged)",
             registry=r,
         )
         self.submissions = Counter(
@@ -69,41 +52,6 @@ class ServiceMetrics:
             "carousel_submitted_files",
             "Distinct files named by accepted stage requests, by API",
             ["api"],
-            registry=r,
-        )
-        self.handed_over = Counter(
-            "carousel_files_handed_over", "Files handed to the library by the cycles", registry=r
-        )
-        self.completions = Counter(
-            "carousel_completions",
-            "Recalls that reached an end: staged (on disk), failed (for good), cancelled",
-            ["outcome"],
-            registry=r,
-        )
-        self.read_failures = Counter(
-            "carousel_read_failures", "Failed reads the library reported, retried ones included", registry=r
-        )
-        self.mounts = Counter("carousel_mounts", "Tapes mounted (MOUNTED events applied)", registry=r)
-        self.bytes_read = Counter(
-            "carousel_bytes_read", "Bytes staged from tape (FILE_STAGED events)", registry=r
-        )
-        self.hsm_health = Gauge(
-            "carousel_hsm_health",
-            "The library's health at the last cycle: 1 for its state, 0 for the others",
-            ["state"],
-            registry=r,
-            multiprocess_mode="mostrecent",
-        )
-        self.hsm_stalled = Gauge(
-            "carousel_hsm_stalled",
-            "1 while the library holds work and has made no progress for longer than its physics explain"
-            " (carousel.scheduler.liveness), else 0",
-            registry=r,
-            multiprocess_mode="mostrecent",
-        )
-        self.read_timeouts = Counter(
-            "carousel_read_timeouts",
-            "Reads cancelled for running far longer than their physics (their attempt failed)",
             registry=r,
         )
         self.http_requests = Counter(
@@ -116,36 +64,7 @@ class ServiceMetrics:
             buckets=HTTP_BUCKETS_S,
             registry=r,
         )
-        self.webhook_deliveries = Counter(
-            "carousel_webhook_deliveries",
-            "Webhook delivery attempts by outcome: delivered (2xx), retrying (failed, another to come), "
-            "failed (for good), lost_lease (taken again by another deliverer meanwhile)",
-            ["outcome"],
-            registry=r,
-        )
-        self.buffer_bytes = Gauge(
-            "carousel_buffer_bytes",
-            "The disk buffer at the last cycle's snapshot: capacity, on_disk (pinned or not), pinned,"
-            " reserved (files claimed or with the library), free (below the high watermark, now)",
-            ["kind"],
-            registry=r,
-            multiprocess_mode="mostrecent",
-        )
-        self.buffer_waiting_files = Gauge(
-            "carousel_buffer_waiting_files",
-            "Queued files of tapes waiting for space in the disk buffer at the last cycle (buffer_full)",
-            registry=r,
-            multiprocess_mode="mostrecent",
-        )
-        self.buffer_evictions = Counter(
-            "carousel_buffer_evictions",
-            "Files evicted from the disk buffer: unpinned, least recently used first, to make room for a"
-            " hand-over or at once on release (evict_on_release)",
-            registry=r,
-        )
-        for outcome in ("delivered", "retrying", "failed", "lost_lease"):
-            self.webhook_deliveries.labels(outcome=outcome)  # every series from the start, at 0
-        self.libraries = LibraryMetrics(r)  # the same figures per library, labelled `library`
+        self.cycle = CycleMetrics(r) if cycles else None
         self._database: DatabaseCollector | None = None
 
     def watch_database(self, session_factory: sessionmaker[Session], clock: Clock) -> None:
@@ -171,57 +90,9 @@ class ServiceMetrics:
         self.submitted_files.labels(api=api).inc(files)
 
     def observe_webhooks(self, report: DeliveryReport) -> None:
-        self.webhook_deliveries.labels(outcome="delivered").inc(report.delivered)
-        self.webhook_deliveries.labels(outcome="retrying").inc(report.retrying)
-        self.webhook_deliveries.labels(outcome="failed").inc(report.failed)
-        self.webhook_deliveries.labels(outcome="lost_lease").inc(report.lost_lease)
+        if self.cycle is not None:
+            self.cycle.observe_webhooks(report)
 
     def observe_cycle(self, report: CycleReport) -> None:
-        self.cycles.labels(leader=str(report.leader).lower()).inc()
-        if not report.leader:
-            return
-        self.cycle_seconds.observe(report.elapsed_s)
-        self.cycle_errors.inc(len(report.errors))
-        self.handed_over.inc(report.files_submitted)
-        staged = failed = cancelled = retried = mounts = 0
-        bytes_read = 0
-        if report.events is not None:
-            events = report.events
-            staged, failed, cancelled, retried = (
-                events.staged,
-                events.failed,
-                events.cancelled,
-                events.retried,
-            )
-            mounts, bytes_read = events.mounts, events.bytes_staged
-        self.completions.labels(outcome="staged").inc(staged)
-        # files the library said it does not hold fail in the cycle's lookups, not through events
-        self.completions.labels(outcome="failed").inc(failed + report.not_on_tape)
-        self.completions.labels(outcome="cancelled").inc(cancelled + report.cancelled)
-        self.read_failures.inc(failed + retried)
-        self.mounts.inc(mounts)
-        self.bytes_read.inc(bytes_read)
-        self.read_timeouts.inc(report.read_timeouts)
-        self.hsm_stalled.set(1 if report.stalled_since is not None else 0)
-        self._observe_buffer(report)
-        self.libraries.observe(report)
-        if report.health is not None:
-            for state in Health:
-                self.hsm_health.labels(state=state.value).set(1 if state is report.health else 0)
-
-    def _observe_buffer(self, report: CycleReport) -> None:
-        if report.buffer is not None:  # the upkeep's evictions: on release, or lifetimes over
-            self.buffer_evictions.inc(report.buffer.evicted)
-        buffer = report.buffer_space
-        if buffer is None:
-            return
-        for kind, value in (
-            ("capacity", buffer.capacity_bytes),
-            ("on_disk", buffer.on_disk_bytes),
-            ("pinned", buffer.pinned_bytes),
-            ("reserved", buffer.reserved_bytes),
-            ("free", buffer.free_bytes),
-        ):
-            self.buffer_bytes.labels(kind=kind).set(value)
-        self.buffer_waiting_files.set(report.waiting_for_space)
-        self.buffer_evictions.inc(report.evicted_files)
+        if self.cycle is not None:
+            self.cycle.observe_cycle(report)

@@ -188,7 +188,8 @@ def test_a_cancel_through_one_process_shows_at_once_in_the_other(services: Servi
 
 def test_the_metrics_of_every_worker_are_added_up_at_each_scrape(services: Services) -> None:
     """`carousel api --workers 2`: a scrape reaches one worker, and answers for both (a counter that showed
-    one worker's count at each scrape would jump up and down with the worker scraped)."""
+    one worker's count at each scrape would jump up and down with the worker scraped); the figures are the
+    API's only."""
     calls = 15  # each on a connection of its own: the kernel spreads them over the workers
     limits = f"{services.first}/api/native/v1/limits"
     for _ in range(calls):
@@ -204,3 +205,7 @@ def test_the_metrics_of_every_worker_are_added_up_at_each_scrape(services: Servi
             if sample.name == "carousel_http_requests_total" and sample.labels["route"].endswith("/limits")
         ]
         assert sum(answered) == calls
+        # an API process runs no cycle: it exports no cycle figures (zeros would read "nothing mounted")
+        names = {family.name for family in text_string_to_metric_families(scraped.text)}
+        assert "carousel_http_requests" in names
+        assert not names & {"carousel_mounts", "carousel_cycles", "carousel_files_handed_over"}

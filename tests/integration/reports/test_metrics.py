@@ -144,7 +144,8 @@ def test_unmatched_paths_share_one_label(recorded: Recorded) -> None:
 def test_the_scheduler_serves_its_metrics_on_a_port_of_its_own(recorded: Recorded) -> None:
     metrics = ServiceMetrics()
     metrics.watch_database(recorded.factory, recorded.clock)
-    metrics.mounts.inc(7)
+    assert metrics.cycle is not None
+    metrics.cycle.mounts.inc(7)
     port, stop = serve_metrics(metrics, "127.0.0.1", 0)
     try:
         response = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10)
