@@ -67,8 +67,27 @@ def field_name(loc: Sequence[int | str]) -> str:
     return name or "body"
 
 
-def _validation_problem(exc: RequestValidationError) -> JSONResponse:
+# what pydantic says of a body that is not an object: with a content type other than JSON, FastAPI hands the
+# model the raw bytes (curl -d sends a form's type), and the answer should say what to send instead
+_NOT_AN_OBJECT = {"model_attributes_type", "dict_type", "model_type"}
+
+
+def _not_json(content_type: str | None) -> bool:
+    """A content type FastAPI does not parse as JSON (none at all is parsed: docs/api.md)."""
+    kind = (content_type or "application/json").split(";", 1)[0].strip().lower()
+    return not (kind == "application/json" or kind.endswith("+json"))
+
+
+def _validation_problem(exc: RequestValidationError, content_type: str | None = None) -> JSONResponse:
     errors = list(exc.errors())
+    if content_type is not None and _not_json(content_type) and any(
+        tuple(e.get("loc", ())) == ("body",) and e.get("type") in _NOT_AN_OBJECT for e in errors
+    ):
+        return problem_response(
+            415,
+            detail=f"the body must be JSON: send Content-Type: application/json (got {content_type[:100]!r})",
+            field="body",
+        )
     problems: list[dict[str, str]] = []
     for error in errors:
         if error.get("type") == "json_invalid":
@@ -114,7 +133,7 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return _validation_problem(exc)
+        return _validation_problem(exc, request.headers.get("content-type"))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -90,6 +90,18 @@ def test_json_without_content_type_is_understood(api: SyncApi, library_paths: li
     assert api.post(STAGE, content=body).status_code == 201
 
 
+@pytest.mark.parametrize("content_type", ["application/x-www-form-urlencoded", "text/plain; charset=utf-8"])
+def test_json_sent_as_another_type_is_told_what_to_send(
+    api: SyncApi, library_paths: list[str], row_counts: Callable[[], RowCounts], content_type: str
+) -> None:
+    """What `curl -d` does: the JSON goes as a form. The answer names the header to send, not a field."""
+    body = json.dumps({"files": [{"path": library_paths[0]}]}).encode()
+    answer = api.post(STAGE, content=body, headers={"Content-Type": content_type})
+    assert_problem(answer, 415, field="body", says="Content-Type: application/json")
+    assert content_type.split(";", maxsplit=1)[0] in answer.json()["detail"]
+    assert row_counts() == RowCounts(0, 0, 0)
+
+
 @pytest.mark.parametrize("request_id", ["no-such-id", "x" * 300, "%00"])
 def test_unknown_request_ids(api: SyncApi, request_id: str) -> None:
     assert_problem(api.get(f"{STAGE}/{request_id}"), 404, field="id")
