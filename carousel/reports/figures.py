@@ -171,7 +171,7 @@ def _library_names(records: list[dict[str, Value]], key: str) -> list[dict[str, 
     name in two libraries is two), as they are otherwise."""
     if len({row["library"] for row in records}) <= 1:
         return records
-    return [{**row, key: f"{row['library']}/{row[key]}"} for row in records]
+    return [{**row, key: f"{row['library']}/{row[key] or '?'}"} for row in records]  # '?': a drive unnamed
 
 
 def _drives(figure: Figure, report: Report) -> None:
