@@ -120,10 +120,11 @@ class Site:
         unknown = [a for answer in answers.values() if isinstance(a := answer[n], Unknown)]
         if unknown:
             return Unknown(path, "; ".join(u.reason for u in unknown))
-        absent = [a for answer in answers.values() if isinstance(a := answer[n], NotOnTape)]
-        on_disk = any(a.on_disk for a in absent)
-        reasons = "; ".join(a.reason for a in absent)
-        return NotOnTape(path, reasons if len(self.libraries) == 1 else f"in no library: {reasons}", on_disk)
+        absent = {name: a for name, answer in answers.items() if isinstance(a := answer[n], NotOnTape)}
+        on_disk = any(a.on_disk for a in absent.values())
+        if len(self.libraries) == 1:
+            return NotOnTape(path, next(iter(absent.values())).reason, on_disk)
+        return NotOnTape(path, _in_no_library(absent), on_disk)
 
     def _soonest(
         self, copies: Mapping[str, OnTape], queued: Backlog, held: TapeStates
@@ -200,6 +201,15 @@ class Site:
 
     def set_sink(self, sink: EventSink | None) -> None:
         raise TypeError("a site has no events: each library's adapter has its own")
+
+
+def _in_no_library(absent: Mapping[str, NotOnTape]) -> str:
+    """Why a path is in no library, each library named with its reason: "in no library: new: …; old: …", or
+    "in no library (new, old): …" when every library gave the same reason."""
+    reasons = {a.reason for a in absent.values()}
+    if len(reasons) == 1:
+        return f"in no library ({', '.join(absent)}): {reasons.pop()}"
+    return "in no library: " + "; ".join(f"{name}: {a.reason}" for name, a in absent.items())
 
 
 def _costs(adapter: HsmAdapter) -> LibraryCosts | None:

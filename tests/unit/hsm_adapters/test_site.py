@@ -42,7 +42,19 @@ def test_a_copy_in_two_libraries_is_read_from_the_soonest(libraries) -> None:
     assert isinstance(x, OnTape) and (x.library, x.tape, x.position_bytes) == ("new", "N1", GB)
     assert isinstance(y, OnTape) and (y.library, y.tape) == ("old", "O1")
     assert isinstance(z, OnTape) and z.library == "new"
-    assert isinstance(none, NotOnTape) and none.reason.startswith("in no library: ")
+    # every library named once, with the reason they gave alike
+    assert isinstance(none, NotOnTape) and none.reason == "in no library (new, old): not in the library"
+
+
+def test_a_path_in_no_library_names_each_library_with_its_own_reason(libraries) -> None:
+    class OwnWords:  # a library that says why in words of its own
+        def lookup(self, paths: list[str]) -> list[NotOnTape]:
+            return [NotOnTape(path, "no such file in the name space") for path in paths]
+
+    site = Site({"new": libraries["new"], "old": OwnWords()})  # type: ignore[dict-item]
+    (none,) = site.lookup(["/nowhere"])
+    assert isinstance(none, NotOnTape)
+    assert none.reason == "in no library: new: not in the library; old: no such file in the name space"
 
 
 def test_the_bytes_queued_in_a_library_send_a_copy_to_the_other(libraries) -> None:
