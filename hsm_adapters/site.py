@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 
 from carousel.domain.libraries import CopyEstimate, copy_wait_s, soonest_copy
 from carousel.domain.media import TapeState
@@ -40,6 +41,14 @@ def _no_backlog() -> Mapping[str, int]:
 
 def _no_tape_states() -> Mapping[tuple[str, str], TapeState]:
     return {}
+
+
+@dataclass(frozen=True, slots=True)
+class BrokenCopies:
+    """A path whose every copy is on a broken tape: (library, tape) of each, in the settings' order."""
+
+    path: str
+    copies: tuple[tuple[str, str], ...]
 
 
 class Site:
@@ -75,14 +84,16 @@ class Site:
 
     def other_copies(
         self, paths: Sequence[str], unreadable: Collection[tuple[str, str]]
-    ) -> list[OnTape | Unknown | None]:
+    ) -> list[OnTape | Unknown | BrokenCopies | None]:
         """For each path, the copy `soonest_copy` chooses among those on a tape not in `unreadable` ((library,
         tape): a broken tape) nor broken by the site's tape states, naming its library; Unknown when no such
-        copy was found and a library could not answer (ask again); None when there is none."""
+        copy was found and a library could not answer (ask again); BrokenCopies when every copy is on a
+        broken tape (each named, so the file's failure can say why in every library); None when there is no
+        copy at all."""
         answers = {name: self._answers(name, adapter, paths) for name, adapter in self.libraries.items()}
         queued = functools.cache(self.backlog)
         held = functools.cache(lambda: {**self.tape_states(), **dict.fromkeys(unreadable, TapeState.BROKEN)})
-        chosen: list[OnTape | Unknown | None] = []
+        chosen: list[OnTape | Unknown | BrokenCopies | None] = []
         for n, path in enumerate(paths):
             copies = {name: a for name, answer in answers.items() if isinstance(a := answer[n], OnTape)}
             if copies:
@@ -91,7 +102,11 @@ class Site:
                     chosen.append(copy)
                     continue
             unknown = [a.reason for answer in answers.values() if isinstance(a := answer[n], Unknown)]
-            chosen.append(Unknown(path, "; ".join(unknown)) if unknown else None)
+            if unknown:
+                chosen.append(Unknown(path, "; ".join(unknown)))
+            else:
+                broken = tuple((name, copy.tape) for name, copy in copies.items())
+                chosen.append(BrokenCopies(path, broken) if broken else None)
         return chosen
 
     def _answers(self, name: str, adapter: HsmAdapter, paths: Sequence[str]) -> list[LookupResult]:

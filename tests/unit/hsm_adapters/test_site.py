@@ -15,7 +15,7 @@ from carousel.domain.media import TapeState
 from carousel.scheduler.planning_path import published_costs
 from hsm_adapters.base import Health, NotOnTape, OnTape, Unknown
 from hsm_adapters.simulated.adapter import build_simulated_adapter
-from hsm_adapters.site import Site
+from hsm_adapters.site import BrokenCopies, Site
 
 GB = 10**9
 
@@ -91,8 +91,12 @@ def test_another_copy_leaves_out_broken_tapes_and_says_when_it_cannot_know(libra
     site = Site(libraries)
     x, z, y = site.other_copies(["/both/x", "/new/z", "/old/y"], {("new", "N1")})
     assert isinstance(x, OnTape) and (x.library, x.tape, x.position_bytes) == ("old", "O1", GB)
-    assert z is None  # its one copy is on the broken tape
+    assert z == BrokenCopies("/new/z", (("new", "N1"),))  # its one copy is on the broken tape
     assert isinstance(y, OnTape) and y.library == "old"
+    # every copy broken: each named, in the settings' order; a path in no library has none
+    x, none = site.other_copies(["/both/x", "/nowhere"], {("new", "N1"), ("old", "O1")})
+    assert x == BrokenCopies("/both/x", (("new", "N1"), ("old", "O1")))
+    assert none is None
     # the same tape ID broken in another library leaves this one's copy alone
     (x,) = site.other_copies(["/both/x"], {("old", "N1")})
     assert isinstance(x, OnTape) and x.library == "new"
