@@ -229,6 +229,19 @@ def test_a_file_whose_every_copy_is_broken_fails_naming_each_library_and_its_rea
     assert files(session_factory)["/both/x"] == ("FAILED", "new", "T2", expected)
 
 
+def test_archive_info_answers_lost_only_when_no_library_has_a_copy_on_a_tape_that_is_not_broken(
+    admin: Bearer,
+) -> None:
+    def localities() -> list[str]:
+        answer = admin.post("/api/v1/archiveinfo", json={"paths": ["/both/x", "/new/only"]}).json()
+        return [entry["locality"] for entry in answer]
+
+    assert put(admin, "/tapes/T2/state", {"state": "broken", "reason": "dead1"}).status_code == 200
+    assert localities() == ["TAPE", "LOST"]  # /both/x is read from old's T5
+    assert put(admin, "/tapes/T5/state", {"state": "broken", "reason": "dead2"}).status_code == 200
+    assert localities() == ["LOST", "LOST"]
+
+
 @pytest.mark.parametrize(
     "faults",
     [{name: {"offline_windows": [{"start_s": 0.0, "end_s": 60.0}]} for name in ("new", "old")}],
