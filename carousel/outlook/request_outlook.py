@@ -51,6 +51,7 @@ class RequestOutlook:
     waiting: tuple[WaitReason, ...] = ()
     note: str | None = None
     libraries: tuple[LibraryOutlook, ...] = ()  # each library's figures (carousel.outlook.site)
+    site_libraries: int = 1  # the libraries of the site: several, and each figure and reason names its own
 
 
 @dataclass(frozen=True, slots=True)

@@ -171,6 +171,7 @@ def site_request_outlook(site: SiteProjection, work: RequestWork) -> RequestOutl
         waiting=tuple(waiting),
         note=note,
         libraries=per_library,
+        site_libraries=len(site.libraries),
     )
 
 
