@@ -229,6 +229,28 @@ def test_a_file_whose_every_copy_is_broken_fails_naming_each_library_and_its_rea
     assert files(session_factory)["/both/x"] == ("FAILED", "new", "T2", expected)
 
 
+def test_a_file_moved_to_the_other_librarys_copy_is_not_said_to_be_submitted_since_the_outlook(
+    admin: Bearer, library: Site, clock: ManualClock, session_factory: sessionmaker[Session]
+) -> None:
+    response = admin.api.request(
+        "POST", f"{NATIVE}/requests", json={"paths": ["/both/x"]}, headers=admin.headers
+    )
+    request_id = response.json()["id"]
+    clock.advance(1)
+    assert admin.get(f"{NATIVE}/requests/{request_id}").json()["outlook"]["libraries"][0]["library"] == "new"
+    assert put(admin, "/tapes/T2/state", {"state": "broken", "reason": "snapped"}).status_code == 200
+    site_cycle(session_factory, library, clock).cycles["new"].media.run()  # new's cycle moves it, at once
+    assert files(session_factory)["/both/x"][:3] == ("QUEUED", "old", "T5")
+
+    # the outlook made before the move has not seen it on old's T5: it says so, truly
+    (moved,) = admin.get(f"{NATIVE}/requests/{request_id}").json()["outlook"]["waiting"]
+    assert (moved["code"], moved["library"]) == ("not_projected", "old")
+    assert moved["reason"].startswith("on this tape since the outlook was made (moved from a broken tape")
+    clock.advance(10)  # the next outlook places it
+    outlook = admin.get(f"{NATIVE}/requests/{request_id}").json()["outlook"]
+    assert outlook["waiting"] == [] and outlook["eta"] is not None
+
+
 def test_archive_info_answers_lost_only_when_no_library_has_a_copy_on_a_tape_that_is_not_broken(
     admin: Bearer,
 ) -> None:
