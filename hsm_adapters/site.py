@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 
 from carousel.domain.libraries import CopyEstimate, copy_wait_s, soonest_copy
 from carousel.domain.media import TapeState
@@ -41,6 +42,14 @@ def _no_backlog() -> Mapping[str, int]:
 
 def _no_tape_states() -> Mapping[tuple[str, str], TapeState]:
     return {}
+
+
+@dataclass(frozen=True, slots=True)
+class BrokenCopies:
+    """A path whose every copy is on a broken tape: (library, tape) of each, in the settings' order."""
+
+    path: str
+    copies: tuple[tuple[str, str], ...]
 
 
 class Site:
@@ -76,14 +85,16 @@ class Site:
 
     def other_copies(
         self, paths: Sequence[str], unreadable: Collection[tuple[str, str]]
-    ) -> list[OnTape | Unknown | None]:
+    ) -> list[OnTape | Unknown | BrokenCopies | None]:
         """For each path, the copy `soonest_copy` chooses among those on a tape not in `unreadable` ((library,
         tape): a broken tape) nor broken by the site's tape states, naming its library; Unknown when no such
-        copy was found and a library could not answer (ask again); None when there is none."""
+        copy was found and a library could not answer (ask again); BrokenCopies when every copy is on a
+        broken tape (each named, so the file's failure can say why in every library); None when there is no
+        copy at all."""
         answers = {name: self._answers(name, adapter, paths) for name, adapter in self.libraries.items()}
         queued = functools.cache(self.backlog)
         held = functools.cache(lambda: {**self.tape_states(), **dict.fromkeys(unreadable, TapeState.BROKEN)})
-        chosen: list[OnTape | Unknown | None] = []
+        chosen: list[OnTape | Unknown | BrokenCopies | None] = []
         for n, path in enumerate(paths):
             copies = {name: a for name, answer in answers.items() if isinstance(a := answer[n], OnTape)}
             if copies:
@@ -92,7 +103,11 @@ class Site:
                     chosen.append(copy)
                     continue
             unknown = [a.reason for answer in answers.values() if isinstance(a := answer[n], Unknown)]
-            chosen.append(Unknown(path, "; ".join(unknown)) if unknown else None)
+            if unknown:
+                chosen.append(Unknown(path, "; ".join(unknown)))
+            else:
+                broken = tuple((name, copy.tape) for name, copy in copies.items())
+                chosen.append(BrokenCopies(path, broken) if broken else None)
         return chosen
 
     def _answers(self, name: str, adapter: HsmAdapter, paths: Sequence[str]) -> list[LookupResult]:
@@ -121,10 +136,11 @@ class Site:
         unknown = [a for answer in answers.values() if isinstance(a := answer[n], Unknown)]
         if unknown:
             return Unknown(path, "; ".join(u.reason for u in unknown))
-        absent = [a for answer in answers.values() if isinstance(a := answer[n], NotOnTape)]
-        on_disk = any(a.on_disk for a in absent)
-        reasons = "; ".join(a.reason for a in absent)
-        return NotOnTape(path, reasons if len(self.libraries) == 1 else f"in no library: {reasons}", on_disk)
+        absent = {name: a for name, answer in answers.items() if isinstance(a := answer[n], NotOnTape)}
+        on_disk = any(a.on_disk for a in absent.values())
+        if len(self.libraries) == 1:
+            return NotOnTape(path, next(iter(absent.values())).reason, on_disk)
+        return NotOnTape(path, _in_no_library(absent), on_disk)
 
     def _soonest(
         self, copies: Mapping[str, OnTape], queued: Backlog, held: TapeStates
@@ -201,6 +217,15 @@ class Site:
     def evict(self, paths: Sequence[str]) -> None:
         # each path is told to the library its file was read from (carousel.scheduler.eviction_notice)
         raise TypeError("a site evicts nothing: each library's adapter is told of its own evicted copies")
+
+
+def _in_no_library(absent: Mapping[str, NotOnTape]) -> str:
+    """Why a path is in no library, each library named with its reason: "in no library: new: …; old: …", or
+    "in no library (new, old): …" when every library gave the same reason."""
+    reasons = {a.reason for a in absent.values()}
+    if len(reasons) == 1:
+        return f"in no library ({', '.join(absent)}): {reasons.pop()}"
+    return "in no library: " + "; ".join(f"{name}: {a.reason}" for name, a in absent.items())
 
 
 def _costs(adapter: HsmAdapter) -> LibraryCosts | None:

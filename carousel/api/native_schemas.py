@@ -157,6 +157,11 @@ class OutlookOut(BaseModel):
         default_factory=list,
         description="the same figures per library the request has files in (a site of several: docs/api.md)",
     )
+    site_libraries: int = Field(
+        default=1,
+        description="the libraries of the site (more than 1: `libraries` and `waiting` name each library,"
+        " even when the request has files in one)",
+    )
 
     @classmethod
     def of(cls, outlook: RequestOutlook) -> OutlookOut:
@@ -174,6 +179,7 @@ class OutlookOut(BaseModel):
             ],
             note=outlook.note,
             libraries=[LibraryOutlookOut.of(entry) for entry in outlook.libraries],
+            site_libraries=outlook.site_libraries,
         )
 
 

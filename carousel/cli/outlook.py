@@ -32,7 +32,9 @@ def outlook_lines(outlook: Mapping[str, Any] | None) -> list[str]:
         f"files: {outlook['reading']} with the library, {outlook['next_cycle']} in the next cycle,"
         f" {outlook['unplanned']} not in the estimate"
     )
-    several = len(outlook.get("libraries") or []) > 1  # a site of several: say which library is which
+    # a site of several: say which library is which, even for a request with files in one of them (a server
+    # without `site_libraries` told a site of several by the request's libraries)
+    several = outlook.get("site_libraries", len(outlook.get("libraries") or [])) > 1
     if several:
         for own in outlook["libraries"]:
             eta = _when(own["eta"]) if own["eta"] is not None else "unknown"

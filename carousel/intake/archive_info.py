@@ -1,5 +1,6 @@
 """Archive info: where each file's copies are. Never fails as a whole: a path that is malformed, over the
-per-call limit, or unknown to the library gets its own error; the others their locality."""
+per-call limit, or unknown to the library gets its own error; the others their locality. A file whose every
+tape copy is on a broken tape is LOST (docs/api.md, "Archive info"): no stage of it can be read."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from collections.abc import Sequence
 from sqlalchemy.orm import Session
 
 from carousel.db import intake_queries as q
+from carousel.db.media_queries import broken_tapes
 from carousel.domain.errors import InvalidInput
 from carousel.domain.grants import UNRESTRICTED, Grants, require_some_poll_scope
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.intake.access import NOT_COVERED
 from carousel.intake.model import ArchiveInfo, Locality
 from carousel.intake.paths import normalise_path
@@ -19,12 +22,15 @@ from hsm_adapters.base import HsmAdapter, LookupResult, NotOnTape, OnTape, Unkno
 log = logging.getLogger(__name__)
 
 
-def _locality(result: LookupResult, staged_here: bool, *, buffer_on: bool) -> ArchiveInfo:
+def _locality(result: LookupResult, staged_here: bool, *, buffer_on: bool, broken: bool) -> ArchiveInfo:
     """With the disk buffer on, a file is on disk here exactly when its bytes are in the buffer: a copy the
-    library keeps on its own disk is not one clients can read from carousel."""
+    library keeps on its own disk is not one clients can read from carousel. `broken`: the lookup's copy is
+    on a broken tape, which it chooses only when every copy is (hsm_adapters.site): no tape copy is read."""
     match result:
         case OnTape(path=path, on_disk=on_disk):
             both = staged_here or (on_disk and not buffer_on)
+            if broken:
+                return ArchiveInfo(path, Locality.DISK if both else Locality.LOST)
             return ArchiveInfo(path, Locality.DISK_AND_TAPE if both else Locality.TAPE)
         case NotOnTape(path=path, reason=reason, on_disk=on_disk):
             return ArchiveInfo(path, Locality.DISK) if on_disk else ArchiveInfo(path, error=reason)
@@ -70,8 +76,12 @@ def archive_info(
             log.warning("archive info lookup of %d paths failed: %s", len(unique), exc)
             results = [Unknown(path, str(exc)) for path in unique]
         staged = q.disk_copies(session, unique)
+        broken = set(broken_tapes(session)) if any(isinstance(r, OnTape) for r in results) else set()
         by_path = {
-            result.path: _locality(result, result.path in staged, buffer_on=buffer_on) for result in results
+            result.path: _locality(
+                result, result.path in staged, buffer_on=buffer_on, broken=_on_broken_tape(result, broken)
+            )
+            for result in results
         }
 
     entries = []
@@ -85,3 +95,8 @@ def archive_info(
         else:
             entries.append(ArchiveInfo(raw, found.locality, found.error))
     return entries
+
+
+def _on_broken_tape(result: LookupResult, broken: set[tuple[str, str]]) -> bool:
+    """The lookup's copy is on a broken tape (a plain adapter's copy is the library `default`'s)."""
+    return isinstance(result, OnTape) and (result.library or DEFAULT_LIBRARY, result.tape) in broken

@@ -58,4 +58,4 @@ def outlook_now(
     if work is None:
         with transaction(session_factory) as session:
             work = request_work(session, request_id, clock.now())
-    return site_request_outlook(projection, work)
+    return site_request_outlook(projection, work, submitted_at=created_at)

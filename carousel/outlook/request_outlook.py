@@ -24,11 +24,20 @@ from carousel.outlook.projection import Projection
 from carousel.outlook.reasons import WaitCode, classify
 
 TAPE_UNKNOWN = "tape_unknown"  # the library has not said yet which tape holds the file
-NOT_PROJECTED = "not_projected"  # its tape has work the projection did not see (submitted since)
+NOT_PROJECTED = (
+    "not_projected"  # its tape has work the projection did not see (submitted or queued there since)
+)
 
 HELD_CODES = frozenset({WaitCode.TAPE_DISABLED, WaitCode.TAPE_BROKEN})
 _OFFLINE_WORDS = "the library is offline: nothing moves until it is back"
 _BEHIND_WORDS = "queued behind other work: the next cycle's plan does not reach it"
+_SUBMITTED_SINCE_WORDS = "submitted after the outlook was made: in the next one"
+# a request older than the snapshot whose file joined its tape's queue since: moved there from a broken
+# tape's copy, or queued by a later lookup, or due again after a failed read
+_QUEUED_SINCE_WORDS = (
+    "on this tape since the outlook was made (moved from a broken tape, looked up or due again since):"
+    " in the next one"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +60,7 @@ class RequestOutlook:
     waiting: tuple[WaitReason, ...] = ()
     note: str | None = None
     libraries: tuple[LibraryOutlook, ...] = ()  # each library's figures (carousel.outlook.site)
+    site_libraries: int = 1  # the libraries of the site: several, and each figure and reason names its own
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +71,14 @@ class LibraryOutlook:
     outlook: RequestOutlook
 
 
-def request_outlook(projection: Projection, work: RequestWork) -> RequestOutlook:
+def request_outlook(
+    projection: Projection, work: RequestWork, *, submitted_at: datetime | None = None
+) -> RequestOutlook:
+    """`submitted_at`: the request's submission, so work the projection did not see is said to be new only
+    when the request is newer than the snapshot."""
     reasons: dict[str, list[tuple[int, str]]] = {}  # code -> (files, words) per tape
+    older = submitted_at is not None and submitted_at < projection.now
+    unseen_words = _QUEUED_SINCE_WORDS if older else _SUBMITTED_SINCE_WORDS
 
     def wait(code: str, files: int, words: str) -> None:
         if files > 0:
@@ -92,7 +108,7 @@ def request_outlook(projection: Projection, work: RequestWork) -> RequestOutlook
         if outlook is None or outlook.queued < queued:
             # the tape's queue grew since the snapshot: the next projection places these files
             unplanned += queued
-            wait(NOT_PROJECTED, queued, "submitted after the outlook was made: in the next one")
+            wait(NOT_PROJECTED, queued, unseen_words)
             if outlook is None:
                 unplanned += flying
                 continue

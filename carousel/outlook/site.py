@@ -131,15 +131,20 @@ def project_site(
     return project_snapshots(site_snapshots(settings, session_factory, adapter, clock), policy)
 
 
-def site_request_outlook(site: SiteProjection, work: RequestWork) -> RequestOutlook:
-    """The request's outlook over every library it has files in (`work.libraries`, per library)."""
+def site_request_outlook(
+    site: SiteProjection, work: RequestWork, *, submitted_at: datetime | None = None
+) -> RequestOutlook:
+    """The request's outlook over every library it has files in (`work.libraries`, per library);
+    `submitted_at` as for `request_outlook`."""
     if len(site.libraries) == 1:
         name, projection = next(iter(site.libraries.items()))
-        own = _tagged(request_outlook(projection, work), name)
+        own = _tagged(request_outlook(projection, work, submitted_at=submitted_at), name)
         return replace(own, libraries=(LibraryOutlook(name, own),))
     pending = [(name, own) for name, own in sorted(work.libraries.items()) if own.pending]
     per_library = tuple(
-        LibraryOutlook(name, _tagged(request_outlook(site.libraries[name], own), name))
+        LibraryOutlook(
+            name, _tagged(request_outlook(site.libraries[name], own, submitted_at=submitted_at), name)
+        )
         for name, own in pending
         if name in site.libraries
     )
@@ -171,6 +176,7 @@ def site_request_outlook(site: SiteProjection, work: RequestWork) -> RequestOutl
         waiting=tuple(waiting),
         note=note,
         libraries=per_library,
+        site_libraries=len(site.libraries),
     )
 
 

@@ -33,7 +33,13 @@ from carousel.db.queue_queries import settle_cancelled
 from carousel.domain.clock import Clock
 from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.media import SERVICE_WHO, DownMode, DriveState, DriveStatus, MediaKind, TapeState
-from carousel.scheduler.other_copies import NotKnownYet, OtherCopy, other_copies
+from carousel.scheduler.other_copies import (
+    NoOtherCopy,
+    NotKnownYet,
+    OtherCopy,
+    other_copies,
+    several_libraries,
+)
 from hsm_adapters.base import ControlsDrives, DriveCommand, Event, EventKind, HsmAdapter
 
 log = structlog.get_logger(__name__)
@@ -59,9 +65,11 @@ def drive_command(status: DriveStatus) -> DriveCommand:
     return DriveCommand.DOWN_NOW if status.mode is DownMode.NOW else DriveCommand.DOWN_AFTER_MOUNT
 
 
-def broken_reason(tape: str, reason: str | None) -> str:
-    """What a file of a broken tape fails with: the admin's (or the library's) reason."""
-    return f"tape {tape} is broken: {reason}" if reason else f"tape {tape} is broken"
+def broken_reason(tape: str, reason: str | None, library: str | None = None) -> str:
+    """What a file of a broken tape fails with: the admin's (or the library's) reason; `library` named on a
+    site of several, where tape IDs are unique per library only."""
+    where = f"tape {tape}" if library is None else f"tape {tape} of library {library}"
+    return f"{where} is broken: {reason}" if reason else f"{where} is broken"
 
 
 class MediaStates:
@@ -180,9 +188,7 @@ class MediaStates:
         if not queued:
             return
         try:
-            every_broken = run_transaction(
-                self.session_factory, lambda session: list(m.broken_tapes(session))
-            )
+            every_broken = run_transaction(self.session_factory, m.broken_tapes)
             found = other_copies(self.lookup, [path for _, path, _, _ in queued], every_broken)
         except Exception as exc:  # the site's lookup failed: the files wait (held) and are asked about again
             report.errors.append(f"other copies of broken tapes' files: {exc!r}")
@@ -190,8 +196,12 @@ class MediaStates:
         answered = [(f, c) for f, c in zip(queued, found, strict=True) if not isinstance(c, NotKnownYet)]
         files = [file for file, _ in answered]
         copies = [copy for _, copy in answered if not isinstance(copy, NotKnownYet)]
+        named = several_libraries(self.lookup)
         report.failed_files, report.moved_files = run_transaction(
-            self.session_factory, lambda session: _fail_or_move(session, files, broken, copies, now)
+            self.session_factory,
+            lambda session: _fail_or_move(
+                session, files, {**every_broken, **broken}, copies, now, named=named
+            ),
         )
 
     def _apply_drives(self, report: MediaReport) -> None:
@@ -221,16 +231,22 @@ def _fail_or_move(
     session: Session,
     queued: list[tuple[int, str, str, str]],
     broken: dict[m.TapeKey, str | None],
-    copies: list[OtherCopy | None],
+    copies: list[OtherCopy | NoOtherCopy],
     now: datetime,
+    *,
+    named: bool,
 ) -> tuple[int, int]:
     """Each queued file of a broken tape moved to its other copy, or failed with its tape's reason; returns
-    (failed, moved)."""
+    (failed, moved). `named` (a site of several libraries): the reason names the library of each broken copy,
+    its own tape's first."""
     reasons: dict[int, str] = {}
     moved = 0
     for (file_id, _, library, tape), copy in zip(queued, copies, strict=True):
-        if copy is None:
-            reasons[file_id] = broken_reason(tape, broken[(library, tape)])
+        if isinstance(copy, NoOtherCopy):
+            keys = [(library, tape), *(key for key in copy.broken if key != (library, tape))]
+            reasons[file_id] = "; ".join(
+                broken_reason(t, broken.get((lib, t)), lib if named else None) for lib, t in keys
+            )
         else:
             moved += m.move_to_copy(
                 session,

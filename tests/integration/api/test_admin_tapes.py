@@ -140,6 +140,20 @@ def test_a_broken_tapes_queued_files_fail_with_the_admins_reason(
     assert shown["state"] == "broken" and shown["files"] == {"FAILED": 4}
 
 
+def test_archive_info_answers_lost_for_a_file_on_a_broken_tape(
+    admin: Bearer, library: SimulatedAdapter
+) -> None:
+    catalogue = library.library.catalogue
+    broken, other = catalogue.tapes[2], catalogue.tapes[3]
+    paths = [catalogue.on_tape(broken)[0].path, catalogue.on_tape(other)[0].path]
+    set_tape(admin, broken, "broken", "tape snapped")
+
+    answer = admin.post("/api/v1/archiveinfo", json={"paths": paths}).json()
+
+    # its one copy cannot be read (a stage of it fails); the other tape's file is on tape as before
+    assert answer == [{"path": paths[0], "locality": "LOST"}, {"path": paths[1], "locality": "TAPE"}]
+
+
 def test_the_librarys_failed_mounts_break_a_tape_audited_as_the_service(
     make_api: Callable[..., SyncApi], clock: ManualClock, session_factory: sessionmaker[Session]
 ) -> None:

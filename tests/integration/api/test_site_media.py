@@ -179,7 +179,8 @@ def test_a_broken_tapes_files_are_read_from_another_librarys_copy_or_fail_with_t
     step(cycle, clock, lambda: files(session_factory)["/both/x"][0] == "STAGED")
     found = files(session_factory)
     assert found["/both/x"][:3] == ("STAGED", "old", "T5")
-    assert found["/new/only"] == ("FAILED", "new", "T2", "tape T2 is broken: snapped leader")
+    # a site of several: the failure names the tape's library
+    assert found["/new/only"] == ("FAILED", "new", "T2", "tape T2 of library new is broken: snapped leader")
     assert mounts(session_factory) == {("old", "T5")}
     with session_factory() as session:
         assert set(session.scalars(select(Recall.library))) == {"old"}
@@ -203,8 +204,64 @@ def test_a_file_is_queued_at_submit_on_a_copy_whose_tape_is_not_held(
     assert mounts(session_factory) == {("old", "T5")}
     # only a copy on a broken tape: failed by the leader's cycle with the tape's reason; on a disabled one,
     # it waits for the tape
-    expected = ("FAILED", "tape T2 is broken: snapped") if state == "broken" else ("QUEUED", None)
+    expected = (
+        ("FAILED", "tape T2 of library new is broken: snapped") if state == "broken" else ("QUEUED", None)
+    )
     assert (files(session_factory)["/new/only"][0], files(session_factory)["/new/only"][3]) == expected
+
+
+def test_a_file_whose_every_copy_is_broken_fails_naming_each_library_and_its_reason(
+    admin: Bearer, library: Site, clock: ManualClock, session_factory: sessionmaker[Session]
+) -> None:
+    assert put(admin, "/tapes/T2/state", {"state": "broken", "reason": "dead1"}).status_code == 200
+    assert put(admin, "/tapes/T5/state", {"state": "broken", "reason": "dead2"}).status_code == 200
+    submit(admin, ["/both/x"])
+    assert files(session_factory)["/both/x"][:3] == (
+        "QUEUED",
+        "new",
+        "T2",
+    )  # the soonest of two broken copies
+
+    site_cycle(session_factory, library, clock).run_once()
+
+    # its own tape first, then the other library's copy: each library's reason, each library named
+    expected = "tape T2 of library new is broken: dead1; tape T5 of library old is broken: dead2"
+    assert files(session_factory)["/both/x"] == ("FAILED", "new", "T2", expected)
+
+
+def test_a_file_moved_to_the_other_librarys_copy_is_not_said_to_be_submitted_since_the_outlook(
+    admin: Bearer, library: Site, clock: ManualClock, session_factory: sessionmaker[Session]
+) -> None:
+    response = admin.api.request(
+        "POST", f"{NATIVE}/requests", json={"paths": ["/both/x"]}, headers=admin.headers
+    )
+    request_id = response.json()["id"]
+    clock.advance(1)
+    assert admin.get(f"{NATIVE}/requests/{request_id}").json()["outlook"]["libraries"][0]["library"] == "new"
+    assert put(admin, "/tapes/T2/state", {"state": "broken", "reason": "snapped"}).status_code == 200
+    site_cycle(session_factory, library, clock).cycles["new"].media.run()  # new's cycle moves it, at once
+    assert files(session_factory)["/both/x"][:3] == ("QUEUED", "old", "T5")
+
+    # the outlook made before the move has not seen it on old's T5: it says so, truly
+    (moved,) = admin.get(f"{NATIVE}/requests/{request_id}").json()["outlook"]["waiting"]
+    assert (moved["code"], moved["library"]) == ("not_projected", "old")
+    assert moved["reason"].startswith("on this tape since the outlook was made (moved from a broken tape")
+    clock.advance(10)  # the next outlook places it
+    outlook = admin.get(f"{NATIVE}/requests/{request_id}").json()["outlook"]
+    assert outlook["waiting"] == [] and outlook["eta"] is not None
+
+
+def test_archive_info_answers_lost_only_when_no_library_has_a_copy_on_a_tape_that_is_not_broken(
+    admin: Bearer,
+) -> None:
+    def localities() -> list[str]:
+        answer = admin.post("/api/v1/archiveinfo", json={"paths": ["/both/x", "/new/only"]}).json()
+        return [entry["locality"] for entry in answer]
+
+    assert put(admin, "/tapes/T2/state", {"state": "broken", "reason": "dead1"}).status_code == 200
+    assert localities() == ["TAPE", "LOST"]  # /both/x is read from old's T5
+    assert put(admin, "/tapes/T5/state", {"state": "broken", "reason": "dead2"}).status_code == 200
+    assert localities() == ["LOST", "LOST"]
 
 
 @pytest.mark.parametrize(
@@ -327,7 +384,7 @@ def test_a_broken_tapes_file_waits_while_a_library_cannot_say_whether_it_holds_a
     clock.advance(60)  # old is back
     step(cycle, clock, lambda: files(session_factory)["/both/x"][0] == "STAGED")
     assert files(session_factory)["/both/x"][:3] == ("STAGED", "old", "T5")
-    assert files(session_factory)["/new/only"] == ("FAILED", "new", "T2", "tape T2 is broken: snapped")
+    assert files(session_factory)["/new/only"][3] == "tape T2 of library new is broken: snapped"
 
 
 def test_disabling_one_librarys_tape_takes_back_its_files_only(

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from carousel.cli.outlook import outlook_lines
 from carousel.config.auth import AuthSettings
 from carousel.domain.clock import ManualClock
 from hsm_adapters.simulated.adapter import build_simulated_adapter
@@ -108,6 +109,21 @@ def test_waiting_reasons_name_the_library_of_their_files(
     waits = {(w["library"], w["code"]): w["files"] for w in outlook["waiting"]}
     assert waits == {("slow", "not_worth_mounting_yet"): 2, ("fast", "not_worth_mounting_yet"): 1}
     assert [w["library"] for w in outlook["waiting"]] == ["slow", "fast"]  # most files first
+
+
+def test_a_request_in_one_library_of_a_site_of_two_is_told_its_library_by_carousel_status(
+    make_api: Callable[..., SyncApi],
+) -> None:
+    api = make_api(policy="cta")  # fresh work waits
+    response = api.post(f"{NATIVE}/requests", json={"paths": ["/slow/b"]})
+    assert response.status_code == 201, response.text
+
+    outlook = api.get(f"{NATIVE}/requests/{response.json()['id']}").json()["outlook"]
+
+    assert outlook["site_libraries"] == 2 and [e["library"] for e in outlook["libraries"]] == ["slow"]
+    lines = outlook_lines(outlook)  # what `carousel status` prints of it
+    assert any(line.startswith("library slow: 0 files ahead, eta ") for line in lines)
+    assert any(line.startswith("waiting (library slow): 1 files not_worth_mounting_yet: ") for line in lines)
 
 
 def test_the_dry_run_reports_each_library_and_the_site(admin: Bearer) -> None:

@@ -10,8 +10,11 @@ from carousel.cli.outlook import outlook_lines
 AT = "2026-11-22T06:00:00+00:00"
 
 
-def _outlook(libraries: list[dict[str, Any]], waiting: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
+def _outlook(
+    libraries: list[dict[str, Any]], waiting: list[dict[str, Any]], site_libraries: int | None = None
+) -> dict[str, Any]:
+    several = {} if site_libraries is None else {"site_libraries": site_libraries}
+    return several | {
         "computed_at": AT,
         "position": 0,
         "eta": "2026-11-22T07:00:00+00:00",
@@ -34,6 +37,17 @@ def test_one_library_reads_as_before() -> None:
     lines = outlook_lines(_outlook([_own("default", 0, AT)], [wait]))
     assert not any(line.startswith("library ") for line in lines)
     assert "waiting: 2 files no_free_drive: no free drive" in lines
+
+
+def test_a_request_in_one_library_of_a_site_of_several_is_told_its_library() -> None:
+    wait = {"code": "tape_disabled", "files": 1, "reason": "inspection", "library": "new"}
+    lines = outlook_lines(_outlook([_own("new", None, None)], [wait], site_libraries=2))
+    assert "library new: not placed, eta unknown" in lines
+    assert "waiting (library new): 1 files tape_disabled: inspection" in lines
+    # a site of one library, named in the settings or not, reads as before
+    lines = outlook_lines(_outlook([_own("new", None, None)], [wait], site_libraries=1))
+    assert "waiting: 1 files tape_disabled: inspection" in lines
+    assert not any(line.startswith("library ") for line in lines)
 
 
 def test_a_site_of_several_names_each_library() -> None:

@@ -15,7 +15,7 @@ from carousel.domain.media import TapeState
 from carousel.scheduler.planning_path import published_costs
 from hsm_adapters.base import Health, NotOnTape, OnTape, Unknown
 from hsm_adapters.simulated.adapter import build_simulated_adapter
-from hsm_adapters.site import Site
+from hsm_adapters.site import BrokenCopies, Site
 
 GB = 10**9
 
@@ -42,7 +42,19 @@ def test_a_copy_in_two_libraries_is_read_from_the_soonest(libraries) -> None:
     assert isinstance(x, OnTape) and (x.library, x.tape, x.position_bytes) == ("new", "N1", GB)
     assert isinstance(y, OnTape) and (y.library, y.tape) == ("old", "O1")
     assert isinstance(z, OnTape) and z.library == "new"
-    assert isinstance(none, NotOnTape) and none.reason.startswith("in no library: ")
+    # every library named once, with the reason they gave alike
+    assert isinstance(none, NotOnTape) and none.reason == "in no library (new, old): not in the library"
+
+
+def test_a_path_in_no_library_names_each_library_with_its_own_reason(libraries) -> None:
+    class OwnWords:  # a library that says why in words of its own
+        def lookup(self, paths: list[str]) -> list[NotOnTape]:
+            return [NotOnTape(path, "no such file in the name space") for path in paths]
+
+    site = Site({"new": libraries["new"], "old": OwnWords()})  # type: ignore[dict-item]
+    (none,) = site.lookup(["/nowhere"])
+    assert isinstance(none, NotOnTape)
+    assert none.reason == "in no library: new: not in the library; old: no such file in the name space"
 
 
 def test_the_bytes_queued_in_a_library_send_a_copy_to_the_other(libraries) -> None:
@@ -79,8 +91,12 @@ def test_another_copy_leaves_out_broken_tapes_and_says_when_it_cannot_know(libra
     site = Site(libraries)
     x, z, y = site.other_copies(["/both/x", "/new/z", "/old/y"], {("new", "N1")})
     assert isinstance(x, OnTape) and (x.library, x.tape, x.position_bytes) == ("old", "O1", GB)
-    assert z is None  # its one copy is on the broken tape
+    assert z == BrokenCopies("/new/z", (("new", "N1"),))  # its one copy is on the broken tape
     assert isinstance(y, OnTape) and y.library == "old"
+    # every copy broken: each named, in the settings' order; a path in no library has none
+    x, none = site.other_copies(["/both/x", "/nowhere"], {("new", "N1"), ("old", "O1")})
+    assert x == BrokenCopies("/both/x", (("new", "N1"), ("old", "O1")))
+    assert none is None
     # the same tape ID broken in another library leaves this one's copy alone
     (x,) = site.other_copies(["/both/x"], {("old", "N1")})
     assert isinstance(x, OnTape) and x.library == "new"

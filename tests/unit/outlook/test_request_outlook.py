@@ -103,6 +103,19 @@ def test_files_the_projection_has_not_seen_have_no_eta_yet() -> None:
     assert grown.eta is None and [(w.code, w.files) for w in grown.waiting] == [(NOT_PROJECTED, 7)]
 
 
+def test_files_of_a_request_older_than_the_snapshot_are_not_said_to_be_submitted_since() -> None:
+    projection = two_drives_three_tapes()
+    work = RequestWork(queued={"Z": 1})  # moved onto Z from a broken tape's copy since the snapshot
+
+    older = request_outlook(projection, work, submitted_at=projection.now - timedelta(seconds=1))
+    newer = request_outlook(projection, work, submitted_at=projection.now)
+
+    (moved,) = older.waiting
+    assert moved.code == NOT_PROJECTED and moved.reason.startswith("on this tape since the outlook was made")
+    assert "submitted" not in moved.reason
+    assert newer.waiting[0].reason == "submitted after the outlook was made: in the next one"
+
+
 def test_an_offline_library_gives_the_reason_and_no_eta() -> None:
     projection = project(snapshot(tape("A", 2), online=False), build_policy("carousel").plan)
 
