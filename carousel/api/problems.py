@@ -80,8 +80,10 @@ def _not_json(content_type: str | None) -> bool:
 
 def _validation_problem(exc: RequestValidationError, content_type: str | None = None) -> JSONResponse:
     errors = list(exc.errors())
-    if content_type is not None and _not_json(content_type) and any(
-        tuple(e.get("loc", ())) == ("body",) and e.get("type") in _NOT_AN_OBJECT for e in errors
+    if (
+        content_type is not None
+        and _not_json(content_type)
+        and any(tuple(e.get("loc", ())) == ("body",) and e.get("type") in _NOT_AN_OBJECT for e in errors)
     ):
         return problem_response(
             415,
