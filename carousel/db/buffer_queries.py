@@ -111,16 +111,20 @@ def touch(session: Session, file_id: int, now: datetime) -> None:
     )
 
 
+# the columns of an OnDisk, in its order
+_ON_DISK = (
+    FILES.c.id,
+    FILES.c.path,
+    FILES.c.disk_used_at,
+    func.coalesce(FILES.c.size_bytes, 0),
+    FILES.c.library,
+)
+
+
 def unpinned_on_disk(session: Session, now_s: int, limit: int) -> list[OnDisk]:
     """Files in the buffer that no pin holds, least recently used first."""
     rows = session.execute(
-        select(
-            FILES.c.id,
-            FILES.c.path,
-            FILES.c.disk_used_at,
-            func.coalesce(FILES.c.size_bytes, 0),
-            FILES.c.library,
-        )
+        select(*_ON_DISK)
         .where(FILES.c.disk_used_at.is_not(None), ~pinned(now_s))
         .order_by(FILES.c.disk_used_at, FILES.c.id)
         .limit(limit)
@@ -131,13 +135,7 @@ def unpinned_on_disk(session: Session, now_s: int, limit: int) -> list[OnDisk]:
 def on_disk_page(session: Session, after_id: int, limit: int) -> list[OnDisk]:
     """Files in the buffer in id order after `after_id`: for the check that their bytes are still there."""
     rows = session.execute(
-        select(
-            FILES.c.id,
-            FILES.c.path,
-            FILES.c.disk_used_at,
-            func.coalesce(FILES.c.size_bytes, 0),
-            FILES.c.library,
-        )
+        select(*_ON_DISK)
         .where(FILES.c.disk_used_at.is_not(None), FILES.c.id > after_id)
         .order_by(FILES.c.id)
         .limit(limit)
