@@ -98,7 +98,7 @@ def service_parts(settings: Settings, *, cycles: bool = True) -> Iterator[Parts]
                 session_factory,
                 adapter,
                 clock,
-                ServiceMetrics(cycles=cycles),
+                ServiceMetrics(cycles=cycles, libraries=libraries),
                 buffer,
                 libraries,
             )
@@ -201,6 +201,21 @@ def _listen(host: str, port: int, *, shared: bool = False, listen: bool = True) 
     return sock
 
 
+def _refuse_if_served(host: str, port: int) -> None:
+    """A one-line error when something already answers on the port. The workers' sockets share it
+    (SO_REUSEPORT), so binding does not fail when another `carousel api --workers` of the same user still
+    serves it: the two would split the connections, and each scrape of /metrics would count either one."""
+    target = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    try:
+        with socket.create_connection((target, port), timeout=1.0):
+            pass
+    except OSError:
+        return  # nothing listens there
+    raise CliFailure(
+        f"cannot listen on {host}:{port}: another process serves it (a carousel api --workers still running?)"
+    )
+
+
 def _room_for_connections(settings: Settings) -> None:
     """A one-line error when the open-file limit cannot hold http.max_connections (and the rest)."""
     try:
@@ -238,6 +253,8 @@ def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
     _room_for_connections(settings)
     with _listen(settings.host, settings.port, shared=workers > 1, listen=workers == 1) as sock:
         host, port = sock.getsockname()[:2]
+        if workers > 1:
+            _refuse_if_served(host, port)
         base = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
         what = "API and scheduler" if with_scheduler else "API"
         processes = f", {workers} worker processes" if workers > 1 else ""

@@ -5,6 +5,8 @@ the disk buffer and webhook deliveries. Counted only in a process that runs a cy
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from carousel.observability.library_metrics import LibraryMetrics
@@ -16,7 +18,8 @@ CYCLE_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 
 
 class CycleMetrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, libraries: Iterable[str] = ()) -> None:
+        """`libraries`: the site's library names (their series start at 0)."""
         r = registry
         self.cycle_seconds = Histogram(
             "carousel_cycle_duration_seconds",
@@ -99,7 +102,7 @@ class CycleMetrics:
         )
         for outcome in ("delivered", "retrying", "failed", "lost_lease"):
             self.webhook_deliveries.labels(outcome=outcome)  # every series from the start, at 0
-        self.libraries = LibraryMetrics(r)  # the same figures per library, labelled `library`
+        self.libraries = LibraryMetrics(r, libraries)  # the same figures per library, labelled `library`
 
     def observe_webhooks(self, report: DeliveryReport) -> None:
         self.webhook_deliveries.labels(outcome="delivered").inc(report.delivered)

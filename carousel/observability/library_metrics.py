@@ -4,15 +4,21 @@ as `default`; the service-wide families (carousel.observability.metrics) keep th
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.scheduler.cycle import CycleReport
 from hsm_adapters.base import Health
 
+COMPLETION_OUTCOMES = ("staged", "failed", "cancelled")
+
 
 class LibraryMetrics:
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, libraries: Iterable[str] = ()) -> None:
+        """`libraries`: the site's library names, whose counters start at 0 (a series that first appears at
+        its first count hides that count from Prometheus' rate and increase)."""
         r = registry
         self.handed_over = Counter(
             "carousel_library_files_handed_over",
@@ -52,6 +58,12 @@ class LibraryMetrics:
             registry=r,
             multiprocess_mode="mostrecent",
         )
+        for library in libraries:
+            self.handed_over.labels(library=library)
+            self.mounts.labels(library=library)
+            self.bytes_read.labels(library=library)
+            for outcome in COMPLETION_OUTCOMES:
+                self.completions.labels(library=library, outcome=outcome)
 
     def observe(self, report: CycleReport) -> None:
         """A cycle this process led: each library's own report (a single library's is the report itself)."""

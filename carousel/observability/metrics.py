@@ -18,6 +18,7 @@ Names and meanings are listed in docs/operations.md.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -34,9 +35,9 @@ HTTP_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
 class ServiceMetrics:
-    def __init__(self, *, cycles: bool = True) -> None:
+    def __init__(self, *, cycles: bool = True, libraries: Iterable[str] = ()) -> None:
         """`cycles`: this process runs the scheduler's cycle, and counts its figures (carousel.observability.
-        cycle_metrics); an API process of its own does not."""
+        cycle_metrics); an API process of its own does not. `libraries`: the site's library names."""
         self.registry = CollectorRegistry()
         r = self.registry
         self.connections_cut = Counter(
@@ -64,7 +65,7 @@ class ServiceMetrics:
             buckets=HTTP_BUCKETS_S,
             registry=r,
         )
-        self.cycle = CycleMetrics(r) if cycles else None
+        self.cycle = CycleMetrics(r, libraries) if cycles else None
         self._database: DatabaseCollector | None = None
 
     def watch_database(self, session_factory: sessionmaker[Session], clock: Clock) -> None:

@@ -32,12 +32,10 @@ HELD_CODES = frozenset({WaitCode.TAPE_DISABLED, WaitCode.TAPE_BROKEN})
 _OFFLINE_WORDS = "the library is offline: nothing moves until it is back"
 _BEHIND_WORDS = "queued behind other work: the next cycle's plan does not reach it"
 _SUBMITTED_SINCE_WORDS = "submitted after the outlook was made: in the next one"
-# a request older than the snapshot whose file joined its tape's queue since: moved there from a broken
-# tape's copy, or queued by a later lookup, or due again after a failed read
-_QUEUED_SINCE_WORDS = (
-    "on this tape since the outlook was made (moved from a broken tape, looked up or due again since):"
-    " in the next one"
-)
+# a request older than the snapshot whose file reached its tape's queue after the snapshot read it: moved
+# there from a broken tape's copy, queued by a later lookup, due again after a failed read, or its queue's
+# change not yet folded when the snapshot was read (the words name no cause: it may be any of them)
+_QUEUED_SINCE_WORDS = "queued on this tape after the outlook was made: in the next one"
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,8 @@ LIBRARY = {"profile": "lto8", "drives": 1, "catalogue": {"generate": {"seed": 3,
 class Supervised:
     supervisor: subprocess.Popen[bytes]
     workers: list[int]
+    port: int
+    env: dict[str, str]
 
 
 def _children(pid: int) -> list[int]:
@@ -79,10 +81,11 @@ def supervised(tmp_path: Path, sqlite_template: Path) -> Iterator[Supervised]:
     }
     config.write_text(tomli_w.dumps(settings))
     log = tmp_path / "api.log"
+    env = service_environment(config)
     with log.open("wb") as sink:
         process = subprocess.Popen(
             [carousel_program(), "api", "--workers", "2", "--port", str(port)],
-            env=service_environment(config),
+            env=env,
             stdout=sink,
             stderr=subprocess.STDOUT,
         )
@@ -94,7 +97,7 @@ def supervised(tmp_path: Path, sqlite_template: Path) -> Iterator[Supervised]:
             pytest.fail(str(exc))
         workers.extend(_children(process.pid))  # both started before either answered /readyz
         assert len(workers) == 2, log.read_text()
-        yield Supervised(process, workers)
+        yield Supervised(process, workers, port, env)
     finally:
         stop(process, signal.SIGTERM)
         for pid in workers:  # a test that failed may leave them running
@@ -121,3 +124,21 @@ def test_a_stopped_supervisor_stops_its_workers_and_removes_their_metrics_files(
     assert supervised.supervisor.wait(timeout=WAIT_S) == 0
     assert all(_exited(pid) for pid in supervised.workers)
     assert not metrics.exists()
+
+
+def test_a_second_supervisor_on_the_port_is_refused_in_one_line(supervised: Supervised) -> None:
+    """The workers' sockets share the port (SO_REUSEPORT): binding alone would let a second one in."""
+    second = subprocess.run(
+        [carousel_program(), "api", "--workers", "2", "--port", str(supervised.port)],
+        env=supervised.env,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+        check=False,
+    )
+    assert second.returncode == 2
+    assert second.stderr.strip().splitlines() == [
+        f"carousel: cannot listen on 127.0.0.1:{supervised.port}: another process serves it"
+        " (a carousel api --workers still running?)"
+    ]
+    assert supervised.supervisor.poll() is None  # the first serves on

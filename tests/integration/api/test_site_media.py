@@ -245,7 +245,7 @@ def test_a_file_moved_to_the_other_librarys_copy_is_not_said_to_be_submitted_sin
     # the outlook made before the move has not seen it on old's T5: it says so, truly
     (moved,) = admin.get(f"{NATIVE}/requests/{request_id}").json()["outlook"]["waiting"]
     assert (moved["code"], moved["library"]) == ("not_projected", "old")
-    assert moved["reason"].startswith("on this tape since the outlook was made (moved from a broken tape")
+    assert moved["reason"] == "queued on this tape after the outlook was made: in the next one"
     clock.advance(10)  # the next outlook places it
     outlook = admin.get(f"{NATIVE}/requests/{request_id}").json()["outlook"]
     assert outlook["waiting"] == [] and outlook["eta"] is not None

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import httpx
 import pytest
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import func, select
 
@@ -156,3 +157,21 @@ def test_the_scheduler_serves_its_metrics_on_a_port_of_its_own(recorded: Recorde
     assert value(samples, "carousel_database_up") == 1
     with pytest.raises(httpx.TransportError):
         httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2)
+
+
+def test_each_librarys_counters_are_there_at_0_before_its_first_count() -> None:
+    """A series that first appears at its first count hides that count from Prometheus' rate and increase."""
+    metrics = ServiceMetrics(libraries=("east", "west"))
+    samples = scrape(generate_latest(metrics.registry).decode())
+    for library in ("east", "west"):
+        wanted = [
+            ("carousel_library_mounts_total", {"library": library}),
+            ("carousel_library_files_handed_over_total", {"library": library}),
+            ("carousel_library_bytes_read_total", {"library": library}),
+            *(
+                ("carousel_library_completions_total", {"library": library, "outcome": outcome})
+                for outcome in ("staged", "failed", "cancelled")
+            ),
+        ]
+        for name, labels in wanted:
+            assert samples.get((name, tuple(sorted(labels.items())))) == 0, (name, labels)
