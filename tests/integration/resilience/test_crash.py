@@ -109,6 +109,7 @@ def test_killed_schedulers_lose_nothing_and_read_each_file_once(
     request_ids: list[str] = []
     kills: list[dict[str, Any]] = []
     final = None
+    seen: list[Counter[str]] = []  # what the last scheduler's watch saw, told when the end differs
     try:
 
         def submit_next() -> None:
@@ -136,11 +137,13 @@ def test_killed_schedulers_lose_nothing_and_read_each_file_once(
             submit_next()
         final = scheduler(scheduler_env, tmp_path / "scheduler-final.log")
         final.wait_for(BANNER)
-        active = sum(by_state()[s] for s in ACTIVE)
+        seen.append(by_state())
+        active = sum(seen[-1][s] for s in ACTIVE)
         deadline = time.monotonic() + STALL_S
         while active:
             time.sleep(0.2)
-            still = sum(by_state()[s] for s in ACTIVE)
+            seen.append(by_state())
+            still = sum(seen[-1][s] for s in ACTIVE)
             if still < active:  # progress: the watch starts again
                 active, deadline = still, time.monotonic() + STALL_S
             assert time.monotonic() < deadline, f"no file ended for {STALL_S:g} s: {by_state()}"
@@ -151,7 +154,8 @@ def test_killed_schedulers_lose_nothing_and_read_each_file_once(
         api_process.stop()
 
     try:
-        assert by_state() == Counter({"STAGED": 10_000})  # none lost, none stuck, none failed
+        # none lost, none stuck, none failed
+        assert by_state() == Counter({"STAGED": 10_000}), f"the watch saw last: {seen[-3:]}"
         with factory() as session:
             links = Counter(session.scalars(select(RequestFile.state)))
             requests = Counter(session.scalars(select(StageRequest.state)))
