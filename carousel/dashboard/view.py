@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from carousel.dashboard.policy_changes import PolicyChange, recent_policy_changes
 from carousel.db import buffer_queries
+from carousel.db.media_queries import drives_down, held_tape_statuses
 from carousel.db.overview_queries import (
     QueueCell,
     TapeWork,
@@ -20,6 +21,7 @@ from carousel.db.overview_queries import (
 )
 from carousel.db.report_queries import split_drive_key
 from carousel.domain.buffer import BufferLimits, BufferUsage, admissible_bytes, epoch_s, free_bytes
+from carousel.domain.media import DriveStatus, TapeStatus
 from carousel.domain.planning import LibraryCosts
 from carousel.domain.states import FILE_ACTIVE, FILE_WAITING, FileState
 from carousel.reports.tally import Tally, tally, totals_by_key
@@ -29,6 +31,7 @@ from hsm_adapters.site import Site
 
 RECENT = timedelta(days=1)
 TAPES_SHOWN = 12
+HELD_TAPES_SHOWN = 20
 POLICY_CHANGES_SHOWN = 10
 # the columns of the queue table, in the order a file goes through them
 STATES = tuple(s for s in FileState if s in FILE_ACTIVE)
@@ -133,6 +136,10 @@ class Dashboard:
     policy_changes: list[PolicyChange]
     states: tuple[FileState, ...] = field(default=STATES)
     buffer: BufferPanel | None = None  # None: the buffer is off
+    # what operators hold back: the latest tapes disabled or broken (and how many in all), the drives down
+    held_tapes: list[TapeStatus] = field(default_factory=list)
+    held_tapes_total: int = 0
+    drives_down: list[DriveStatus] = field(default_factory=list)
 
     @property
     def queued_total(self) -> int:
@@ -232,6 +239,7 @@ def build_dashboard(
 ) -> Dashboard:
     cells = queue_by_state_and_group(session)
     totals = {state: sum(c.files for c in cells if c.state is state) for state in STATES}
+    held, held_total = held_tape_statuses(session, HELD_TAPES_SHOWN)
     return Dashboard(
         site=site,
         now=now,
@@ -243,4 +251,7 @@ def build_dashboard(
         throughput=throughput(session, now, costs),
         policy_changes=recent_policy_changes(session, POLICY_CHANGES_SHOWN),
         buffer=buffer_panel(session, buffer, now) if buffer is not None else None,
+        held_tapes=held,
+        held_tapes_total=held_total,
+        drives_down=drives_down(session),
     )

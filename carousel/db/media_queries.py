@@ -112,6 +112,30 @@ def held_tapes(session: Session, library: str | None = None) -> dict[str, str]:
     return {tape: held_words(TapeState(state), reason) for tape, state, reason in session.execute(statement)}
 
 
+def held_tape_statuses(session: Session, limit: int) -> tuple[list[TapeStatus], int]:
+    """The latest `limit` tapes held back (disabled, broken), most recently changed first, and how many are
+    held in all: what the dashboard shows operators."""
+    held = TapeStateRow.state.in_(HELD_STATES)
+    statement = (
+        select(TapeStateRow)
+        .where(held)
+        .order_by(TapeStateRow.changed_at.desc(), TapeStateRow.library, TapeStateRow.tape)
+        .limit(limit)
+    )
+    total = session.scalar(select(func.count()).select_from(TapeStateRow).where(held)) or 0
+    return [_status(row) for row in session.scalars(statement)], total
+
+
+def drives_down(session: Session) -> list[DriveStatus]:
+    """Every drive an admin took down, by library and name."""
+    statement = (
+        select(DriveStateRow)
+        .where(DriveStateRow.state != DriveState.UP.value)
+        .order_by(DriveStateRow.library, DriveStateRow.drive)
+    )
+    return [_drive(row) for row in session.scalars(statement)]
+
+
 def on_held_tape() -> ColumnElement[bool]:
     """A file's (library, tape) is held (disabled or broken): the claim's and the take-back's filter."""
     return exists().where(

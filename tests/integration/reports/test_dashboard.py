@@ -12,9 +12,12 @@ import httpx
 import numpy as np
 import pytest
 from matplotlib.image import imread
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
-from carousel.db.models import Mount, QueuedFileRow, Recall
+from carousel.db.engine import transaction
+from carousel.db.media_queries import save_drive_state, save_tape_state
+from carousel.db.models import DriveStateRow, Mount, QueuedFileRow, Recall, TapeStateRow
+from carousel.domain.media import DownMode, DriveState, TapeState
 from carousel.domain.states import FILE_ACTIVE, FILE_TAPE_WORK, FILE_WAITING
 from tests.integration.browser import screenshot
 from tests.integration.live_server import serving
@@ -141,6 +144,7 @@ def check_against_database(page: Page, recorded: Recorded) -> None:
     busy = capacity.drives_total - capacity.drives_free
     assert page.stats["stat-drives"] == f"{busy} / {capacity.drives_total}"
     assert "none recorded" in page.sections["policy-changes"]
+    assert "no tape held, every drive up" in page.sections["held"]
 
 
 def test_every_number_on_the_page_comes_from_the_database(recorded: Recorded) -> None:
@@ -182,3 +186,28 @@ def test_the_dashboard_renders_in_headless_chromium(recorded: Recorded, served: 
     # and the same server's page, fetched over HTTP, shows the database's numbers
     page = Page(httpx.get(f"{served}/dashboard", timeout=30).text)
     check_against_database(page, recorded)
+
+
+def test_the_tapes_and_drives_operators_hold_back_are_on_the_page(recorded: Recorded) -> None:
+    """A broken tape, a disabled one and a drive taken down, each with its reason, who and since when; the
+    page's history is shared with other tests, so what is set here is removed again."""
+    at = recorded.clock.now()
+    with transaction(recorded.factory) as session:
+        save_tape_state(session, "default", "TBROKE", TapeState.BROKEN, reason="torn", at=at, who="ops")
+        save_tape_state(session, "default", "TDIS", TapeState.DISABLED, reason="audit", at=at, who="ops")
+        save_tape_state(session, "default", "TOK", TapeState.ACTIVE, reason="back", at=at, who="ops")
+        save_drive_state(
+            session, "default", "drive07", DriveState.DOWN, DownMode.NOW, reason="firmware", at=at, who="ops"
+        )
+    try:
+        with client(app_for(recorded, shared_metrics=False)) as api:
+            page = Page(api.get("/dashboard").text)
+    finally:
+        with transaction(recorded.factory) as session:
+            session.execute(delete(TapeStateRow).where(TapeStateRow.tape.in_(["TBROKE", "TDIS", "TOK"])))
+            session.execute(delete(DriveStateRow).where(DriveStateRow.drive == "drive07"))
+    held = page.sections["held"]
+    for words in ("tape TBROKE", "broken", "torn", "tape TDIS", "disabled", "audit", "drive drive07"):
+        assert words in held, words
+    assert "firmware" in held and "TOK" not in held  # an active tape is not held back
+    assert "no tape held" not in held

@@ -174,9 +174,9 @@ def test_a_transaction_lost_to_a_deadlock_is_run_again_whole(engine):
         thread.join(WAIT_S)
     assert not any(thread.is_alive() for thread in threads), "a transaction never ended"
     assert not errors
-    # one ran once; the other lost and ran again until it ended (its retry, run at once, may meet the first
-    # still committing and lose once more: seen on a loaded machine)
-    fewer, more = sorted(attempts.values())
-    assert fewer == 1 and more >= 2, attempts
+    # at least one lost and ran again until it ended; its retry, run at once, may lock its first file before
+    # the winner took it and deadlock again, and then the winner may be the one killed (both ran twice: seen
+    # on a loaded machine). Each committed its work exactly once, whatever the losses (below).
+    assert max(attempts.values()) >= 2, attempts
     with factory() as session:
         assert sorted(session.scalars(select(QueuedFileRow.priority))) == [1, 1]
