@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -105,20 +106,28 @@ def supervised(tmp_path: Path, sqlite_template: Path) -> Iterator[Supervised]:
                 os.kill(pid, signal.SIGKILL)
 
 
+def _metrics_directory(worker: int) -> Path:
+    """Where the supervisor told its workers to write their metrics (their environment says)."""
+    environ = Path(f"/proc/{worker}/environ").read_bytes().split(b"\0")
+    setting = next(v for v in environ if v.startswith(b"PROMETHEUS_MULTIPROC_DIR="))
+    return Path(setting.split(b"=", 1)[1].decode())
+
+
 def test_the_workers_stop_when_their_supervisor_is_killed(supervised: Supervised) -> None:
+    metrics = _metrics_directory(supervised.workers[0])
     supervised.supervisor.kill()
     supervised.supervisor.wait()
-    for pid in supervised.workers:
-        assert _exited(pid), f"worker {pid} serves on after its supervisor was killed"
+    try:
+        for pid in supervised.workers:
+            assert _exited(pid), f"worker {pid} serves on after its supervisor was killed"
+    finally:
+        shutil.rmtree(metrics, ignore_errors=True)  # a killed supervisor leaves it (docs/operations.md)
 
 
 def test_a_stopped_supervisor_stops_its_workers_and_removes_their_metrics_files(
     supervised: Supervised,
 ) -> None:
-    environ = Path(f"/proc/{supervised.workers[0]}/environ").read_bytes().split(b"\0")
-    metrics = Path(
-        next(v for v in environ if v.startswith(b"PROMETHEUS_MULTIPROC_DIR=")).split(b"=", 1)[1].decode()
-    )
+    metrics = _metrics_directory(supervised.workers[0])
     assert metrics.is_dir() and any(metrics.iterdir())  # the workers write their figures there
     supervised.supervisor.send_signal(signal.SIGTERM)
     assert supervised.supervisor.wait(timeout=WAIT_S) == 0
