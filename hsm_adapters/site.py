@@ -45,6 +45,16 @@ def _no_tape_states() -> Mapping[tuple[str, str], TapeState]:
 
 
 @dataclass(frozen=True, slots=True)
+class _Weighing:
+    """What one lookup weighs copies by, each read at most once and only when a path has copies to choose
+    between: the bytes queued per library, the tapes held, and each library's costs and drives."""
+
+    queued: Backlog
+    held: TapeStates
+    library: Callable[[str], tuple[LibraryCosts | None, int]]
+
+
+@dataclass(frozen=True, slots=True)
 class BrokenCopies:
     """A path whose every copy is on a broken tape: (library, tape) of each, in the settings' order."""
 
@@ -79,9 +89,8 @@ class Site:
         Unknown when a library could not answer (ask again later), else NotOnTape. The tape states and the
         bytes queued are read once per lookup, and only when some path has copies in several libraries."""
         answers = {name: self._answers(name, adapter, paths) for name, adapter in self.libraries.items()}
-        queued = functools.cache(self.backlog)
-        held = functools.cache(self.tape_states)
-        return [self._chosen(n, path, answers, queued, held) for n, path in enumerate(paths)]
+        weighing = self._weighing(self.tape_states)
+        return [self._chosen(n, path, answers, weighing) for n, path in enumerate(paths)]
 
     def other_copies(
         self, paths: Sequence[str], unreadable: Collection[tuple[str, str]]
@@ -92,13 +101,13 @@ class Site:
         broken tape (each named, so the file's failure can say why in every library); None when there is no
         copy at all."""
         answers = {name: self._answers(name, adapter, paths) for name, adapter in self.libraries.items()}
-        queued = functools.cache(self.backlog)
-        held = functools.cache(lambda: {**self.tape_states(), **dict.fromkeys(unreadable, TapeState.BROKEN)})
+        unreadable_now = dict.fromkeys(unreadable, TapeState.BROKEN)
+        weighing = self._weighing(lambda: {**self.tape_states(), **unreadable_now})
         chosen: list[OnTape | Unknown | BrokenCopies | None] = []
         for n, path in enumerate(paths):
             copies = {name: a for name, answer in answers.items() if isinstance(a := answer[n], OnTape)}
             if copies:
-                copy, estimate = self._soonest(copies, queued, held)
+                copy, estimate = self._soonest(copies, weighing)
                 if not estimate.broken:
                     chosen.append(copy)
                     continue
@@ -124,15 +133,14 @@ class Site:
         n: int,
         path: str,
         answers: Mapping[str, list[LookupResult]],
-        queued: Backlog,
-        held: TapeStates,
+        weighing: _Weighing,
     ) -> LookupResult:
         copies = {name: a for name, answer in answers.items() if isinstance(a := answer[n], OnTape)}
         if len(copies) == 1:  # nothing to choose between: no state nor backlog is read for it
             name, copy = next(iter(copies.items()))
             return dataclasses.replace(copy, library=name)
         if copies:
-            return self._soonest(copies, queued, held)[0]
+            return self._soonest(copies, weighing)[0]
         unknown = [a for answer in answers.values() if isinstance(a := answer[n], Unknown)]
         if unknown:
             return Unknown(path, "; ".join(u.reason for u in unknown))
@@ -142,28 +150,35 @@ class Site:
             return NotOnTape(path, next(iter(absent.values())).reason, on_disk)
         return NotOnTape(path, _in_no_library(absent), on_disk)
 
-    def _soonest(
-        self, copies: Mapping[str, OnTape], queued: Backlog, held: TapeStates
-    ) -> tuple[OnTape, CopyEstimate]:
-        """The copy `soonest_copy` chooses, naming its library, with its estimate."""
-        chosen = soonest_copy([self._estimate(name, copy, queued, held) for name, copy in copies.items()])
-        return dataclasses.replace(copies[chosen.library], library=chosen.library), chosen
+    def _weighing(self, held: TapeStates) -> _Weighing:
+        return _Weighing(functools.cache(self.backlog), functools.cache(held), functools.cache(self._library))
 
-    def _estimate(self, name: str, copy: OnTape, queued: Backlog, held: TapeStates) -> CopyEstimate:
-        state = held().get((name, copy.tape), TapeState.ACTIVE)
-        disabled, broken = state is TapeState.DISABLED, state is TapeState.BROKEN
-        if len(self.libraries) == 1:
-            return CopyEstimate(name, 0.0, disabled=disabled, broken=broken)
+    def _library(self, name: str) -> tuple[LibraryCosts | None, int]:
+        """A library's published costs and drives in service (0 when it does not answer: it serves nothing
+        soon)."""
         adapter = self.libraries[name]
         try:
             drives = adapter.capacity().drives_total
         except Exception:
-            drives = 0  # a library that does not answer serves nothing soon
+            drives = 0
+        return _costs(adapter), drives
+
+    def _soonest(self, copies: Mapping[str, OnTape], weighing: _Weighing) -> tuple[OnTape, CopyEstimate]:
+        """The copy `soonest_copy` chooses, naming its library, with its estimate."""
+        chosen = soonest_copy([self._estimate(name, copy, weighing) for name, copy in copies.items()])
+        return dataclasses.replace(copies[chosen.library], library=chosen.library), chosen
+
+    def _estimate(self, name: str, copy: OnTape, weighing: _Weighing) -> CopyEstimate:
+        state = weighing.held().get((name, copy.tape), TapeState.ACTIVE)
+        disabled, broken = state is TapeState.DISABLED, state is TapeState.BROKEN
+        if len(self.libraries) == 1:
+            return CopyEstimate(name, 0.0, disabled=disabled, broken=broken)
+        costs, drives = weighing.library(name)
         wait = copy_wait_s(
-            _costs(adapter),
+            costs,
             position_bytes=copy.position_bytes,
             size_bytes=copy.size_bytes,
-            queued_bytes=queued().get(name, 0),
+            queued_bytes=weighing.queued().get(name, 0),
             drives=drives,
         )
         return CopyEstimate(name, wait if drives > 0 else float("inf"), disabled=disabled, broken=broken)

@@ -140,6 +140,26 @@ def test_the_tape_states_are_read_once_per_lookup_and_only_for_a_choice(librarie
     assert reads == [1]
 
 
+def test_each_librarys_drives_are_asked_once_per_lookup_however_many_paths_it_weighs(
+    libraries, monkeypatch
+) -> None:
+    asked: list[str] = []
+    for name, adapter in libraries.items():  # the real library's answer, each question counted
+
+        def counted(name=name, capacity=adapter.capacity):
+            asked.append(name)
+            return capacity()
+
+        monkeypatch.setattr(adapter, "capacity", counted)
+    site = Site(libraries)
+    answers = site.lookup(["/both/x"] * 50)
+    assert {a.library for a in answers if isinstance(a, OnTape)} == {"new"}
+    assert sorted(asked) == ["new", "old"]
+    asked.clear()
+    site.lookup(["/both/x"] * 3)  # the next lookup asks again: drives come and go
+    assert sorted(asked) == ["new", "old"]
+
+
 def test_another_copy_prefers_an_active_tape_to_a_disabled_one(libraries) -> None:
     site = Site(libraries, tape_states=lambda: {("old", "O1"): TapeState.DISABLED})
     (x,) = site.other_copies(["/both/x"], set())
