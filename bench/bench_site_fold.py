@@ -67,15 +67,25 @@ def snapshots(factory: sessionmaker[Session], tapes: int, rounds: int, shared: b
     return seconds
 
 
-def main() -> None:
+def _at_least_one(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number, e.g. 8") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: at least 1")
+    return count
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--files", type=int, default=400_000)
-    parser.add_argument("--tapes", type=int, default=20_000)
-    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--files", type=_at_least_one, default=400_000)
+    parser.add_argument("--tapes", type=_at_least_one, default=20_000)
+    parser.add_argument("--rounds", type=_at_least_one, default=8)
     parser.add_argument("--url", default=os.environ.get("CAROUSEL_TEST_DATABASE_URL", DEFAULT_ADMIN))
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     admin = make_url(args.url)
     name = f"carousel_bench_site_fold_{os.getpid()}"
     url = fresh_database(admin, name)
