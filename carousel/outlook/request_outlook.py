@@ -24,9 +24,8 @@ from carousel.outlook.projection import Projection
 from carousel.outlook.reasons import WaitCode, classify
 
 TAPE_UNKNOWN = "tape_unknown"  # the library has not said yet which tape holds the file
-NOT_PROJECTED = (
-    "not_projected"  # its tape has work the projection did not see (submitted or queued there since)
-)
+# its tape has work the projection did not see (submitted or queued there since)
+NOT_PROJECTED = "not_projected"
 
 HELD_CODES = frozenset({WaitCode.TAPE_DISABLED, WaitCode.TAPE_BROKEN})
 _OFFLINE_WORDS = "the library is offline: nothing moves until it is back"
