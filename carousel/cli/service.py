@@ -11,7 +11,6 @@ import gc
 import os
 import signal
 import socket
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,6 +27,7 @@ from carousel.api.app import create_app
 from carousel.api.http_server import OPEN_FILES_RESERVE, open_files_for, server_config
 from carousel.buffer.layout import BufferLayout, BufferUnwritable
 from carousel.cli.console import CliFailure, err, out
+from carousel.cli.metrics_files import metrics_directory
 from carousel.cli.workers import run_workers
 from carousel.config import Settings, buffer_directory
 from carousel.config.libraries import build_libraries, libraries_of
@@ -268,9 +268,8 @@ def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
             out.print("anonymous access is on: anyone who can reach this address can stage files")
         if workers > 1:
             parts.engine.dispose()  # each worker has an engine of its own
-            # the workers' metrics files, fresh each start (a file of a past run would count again)
-            with tempfile.TemporaryDirectory(prefix="carousel-metrics-") as metrics_files:
-                os.environ[MULTIPROCESS_DIR_ENV] = metrics_files  # the workers inherit it
+            with metrics_directory() as metrics_files:
+                os.environ[MULTIPROCESS_DIR_ENV] = str(metrics_files)  # the workers inherit it
                 run_workers(partial(api_worker, settings, host, port), workers)
             return
         server = uvicorn.Server(server_config(api, settings, parts.metrics))
