@@ -1,13 +1,13 @@
 """`carousel api --workers 2` as a tree of real processes: its workers stop with their supervisor however it
 stops. SIGTERM: gracefully, and the directory of the workers' metrics files goes too. SIGKILL (the OOM
-killer's): the kernel tells each worker, which stops instead of serving on beside the next supervisor's."""
+killer's): the kernel tells each worker, which stops instead of serving on beside the next supervisor's, and
+the next supervisor to start removes the directory the killed one left."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import select
-import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -72,7 +72,6 @@ def _exited(pid: int) -> bool:
 def supervised(tmp_path: Path, sqlite_template: Path) -> Iterator[Supervised]:
     database = tmp_path / "carousel.sqlite3"
     database.write_bytes(sqlite_template.read_bytes())
-    port = free_port()
     config = tmp_path / "carousel.toml"
     settings = {
         "database_url": f"sqlite:///{database}",
@@ -81,8 +80,18 @@ def supervised(tmp_path: Path, sqlite_template: Path) -> Iterator[Supervised]:
         "buffer": {"enabled": False},
     }
     config.write_text(tomli_w.dumps(settings))
-    log = tmp_path / "api.log"
     env = service_environment(config)
+    temporary = tmp_path / "tmp"  # the metrics directories of this test's supervisors alone
+    temporary.mkdir()
+    env["TMPDIR"] = str(temporary)
+    with _supervisor(env, tmp_path / "api.log") as first:
+        yield first
+
+
+@contextlib.contextmanager
+def _supervisor(env: dict[str, str], log: Path) -> Iterator[Supervised]:
+    """`carousel api --workers 2` started, ready, and stopped (or its workers killed) on leaving."""
+    port = free_port()
     with log.open("wb") as sink:
         process = subprocess.Popen(
             [carousel_program(), "api", "--workers", "2", "--port", str(port)],
@@ -114,14 +123,27 @@ def _metrics_directory(worker: int) -> Path:
 
 
 def test_the_workers_stop_when_their_supervisor_is_killed(supervised: Supervised) -> None:
-    metrics = _metrics_directory(supervised.workers[0])
     supervised.supervisor.kill()
     supervised.supervisor.wait()
-    try:
-        for pid in supervised.workers:
-            assert _exited(pid), f"worker {pid} serves on after its supervisor was killed"
-    finally:
-        shutil.rmtree(metrics, ignore_errors=True)  # a killed supervisor leaves it (docs/operations.md)
+    for pid in supervised.workers:
+        assert _exited(pid), f"worker {pid} serves on after its supervisor was killed"
+
+
+def test_the_next_supervisor_removes_the_metrics_directory_a_killed_one_left(
+    supervised: Supervised, tmp_path: Path
+) -> None:
+    left = _metrics_directory(supervised.workers[0])
+    assert left.name.startswith(f"carousel-metrics-{supervised.supervisor.pid}-")
+    supervised.supervisor.kill()
+    supervised.supervisor.wait()  # reaped: its pid no longer runs
+    assert all(_exited(pid) for pid in supervised.workers)
+    assert left.is_dir()  # SIGKILL: it could not remove its own
+
+    with _supervisor(supervised.env, tmp_path / "api-next.log") as following:
+        own = _metrics_directory(following.workers[0])
+        assert not left.exists()
+        assert own.is_dir() and own.name.startswith(f"carousel-metrics-{following.supervisor.pid}-")
+        assert own.parent == left.parent
 
 
 def test_a_stopped_supervisor_stops_its_workers_and_removes_their_metrics_files(
