@@ -39,9 +39,10 @@ START_GRACE_S = 10.0  # a worker that dies sooner after its start is not started
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
-def run_workers(target: Callable[[int], None], count: int) -> None:
-    """Run `target(index)` in `count` processes until SIGINT or SIGTERM; start again any that dies. `target`
-    must be picklable by reference (a module-level function, or a partial of one with picklable values)."""
+def run_workers(target: Callable[[int], None], count: int, *, start_grace_s: float = START_GRACE_S) -> None:
+    """Run `target(index)` in `count` processes until SIGINT or SIGTERM; start again any that dies, unless
+    within `start_grace_s` of its start (CliFailure). `target` must be picklable by reference (a module-level
+    function, or a partial of one with picklable values)."""
     context = multiprocessing.get_context("spawn")
     stop = threading.Event()
     previous = {
@@ -56,7 +57,7 @@ def run_workers(target: Callable[[int], None], count: int) -> None:
             for index, (worker, started) in list(workers.items()):
                 if worker.is_alive() or stop.is_set():
                     continue
-                if time.monotonic() - started < START_GRACE_S:
+                if time.monotonic() - started < start_grace_s:
                     code = worker.exitcode
                     raise CliFailure(f"API worker {index} exited with code {code} as it started: see its log")
                 log.warning("API worker ended; starting it again", worker=index, exit_code=worker.exitcode)
