@@ -14,16 +14,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 WAIT_S = 60.0  # bounded, and generous: each wait ends as soon as what it waits for happens
 REPOSITORY = Path(__file__).parents[3]
 SUPERVISE = "from tests.unit.cli.workers_harness import supervise; supervise()"
 
 
 class Announcements:
-    """The workers' "<event> <index> <pid>" lines, read from a FIFO this end holds open for writing too, so that it
-    never reads an end of file between one worker and the next."""
+    """The workers' "<event> <index> <pid>" lines, read from a FIFO this end holds open for writing too, so
+    that it never reads an end of file between one worker and the next."""
 
     def __init__(self, path: Path) -> None:
         os.mkfifo(path)

@@ -1,8 +1,8 @@
 """A supervisor of carousel.cli.workers with workers that do nothing but say they started, for the tests of
 its restarts and stops: `python -c "from tests.unit.cli.workers_harness import supervise; supervise()"
-FIFO COUNT GRACE_S`. Each worker writes "started <index> <pid>" to the FIFO and waits for its SIGTERM, at which
-it writes "stopped <index> <pid>" and ends. A CliFailure is its message on stderr and exit status 2, as the
-command line reports it."""
+FIFO COUNT GRACE_S`. Each worker writes "started <index> <pid>" to the FIFO and waits for its SIGTERM, at
+which it writes "stopped <index> <pid>" and ends. A CliFailure is its message on stderr and exit status 2,
+as the command line reports it."""
 
 from __future__ import annotations
 
