@@ -27,6 +27,7 @@ from typing import Any
 
 import anyio
 import httpx
+import psycopg
 import uvicorn
 from sqlalchemy import Engine, create_engine, make_url, text
 from sqlalchemy.engine import URL
@@ -80,8 +81,11 @@ def _copy_same_rows(engine: Engine, adapter: SimulatedAdapter, paths: list[str])
     link_rows = [(request_id, ordinal, ordinal + 1, path, "PENDING") for ordinal, path in enumerate(paths)]
     raw = engine.raw_connection()
     try:
+        # psycopg's own connection: SQLAlchemy types `raw` as the DB-API protocol, which has no COPY
+        driver = raw.driver_connection
+        assert isinstance(driver, psycopg.Connection)
         started = time.perf_counter()
-        with raw.cursor() as cursor:
+        with driver.cursor() as cursor:
             cursor.execute(
                 "INSERT INTO requests (id, owner, grp, activity, priority, api, state, files_total,"
                 " created_at) VALUES (%s, 'anonymous', 'default', 'default', 0, 'native', 'ACTIVE', %s, %s)",
@@ -91,10 +95,10 @@ def _copy_same_rows(engine: Engine, adapter: SimulatedAdapter, paths: list[str])
                 "id, path, state, tape, position_bytes, size_bytes, service_class, grp, priority, attempts,"
                 " queued_at, on_disk"
             )
-            with cursor.copy(f"COPY files ({columns}) FROM STDIN") as copy:  # type: ignore[attr-defined]
+            with cursor.copy(f"COPY files ({columns}) FROM STDIN") as copy:
                 for file_row in file_rows:
                     copy.write_row(file_row)
-            with cursor.copy(  # type: ignore[attr-defined]
+            with cursor.copy(
                 "COPY request_files (request_id, ordinal, file_id, path, state) FROM STDIN"
             ) as copy:
                 for link_row in link_rows:

@@ -206,7 +206,7 @@ def main() -> None:
                 mounts_of[(mount.tape, mount.drive)].append(mount)
             for tape, drive, outcome, submitted, started, finished, size in reads:
                 ended_in = week.row_at(finished.timestamp()) if finished is not None else None
-                if ended_in is not None:
+                if ended_in is not None and outcome is not None:
                     table[ended_in][outcome] += 1
                 if started is None or finished is None:
                     continue
@@ -222,13 +222,13 @@ def main() -> None:
                 m, u = mount.mounted_at.timestamp(), mount.unmounted_at.timestamp()
                 for row, seconds in spread(m, u, edges):
                     table[row]["mounted_s"] += seconds
-                row = week.row_at(m)
-                if row is not None:
-                    table[row]["mounts"] += 1
+                mounted_in = week.row_at(m)
+                if mounted_in is not None:
+                    table[mounted_in]["mounts"] += 1
                     first = first_submitted.get((mount.tape, mount.drive, mount.mounted_at))
                     if first is not None and first <= mount.mounted_at:
-                        table[row]["mount_wait_s"] += (mount.mounted_at - first).total_seconds()
-                        table[row]["waited"] += 1
+                        table[mounted_in]["mount_wait_s"] += (mount.mounted_at - first).total_seconds()
+                        table[mounted_in]["waited"] += 1
             return table
 
         service_s, report = best_of(3, service)

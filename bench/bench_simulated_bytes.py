@@ -22,7 +22,8 @@ from pathlib import Path
 
 from carousel.config import default_adapter_options
 from carousel.domain.clock import ManualClock
-from hsm_adapters.simulated.adapter import build_simulated_adapter, decimal_bytes
+from carousel.domain.sizes import decimal_size
+from hsm_adapters.simulated.adapter import build_simulated_adapter
 from hsm_adapters.simulated.content import CHUNK_BYTES, GeneratedContent, content_block
 
 
@@ -50,7 +51,7 @@ def bench_checksum(files: int, size: int) -> None:
     baseline_s = time.perf_counter() - started
     assert computed == summed, "the arithmetic must agree with zlib"
     print(
-        f"checksum: {files} files of {decimal_bytes(size)}: arithmetic {arithmetic_s * 1e3:.1f} ms,"
+        f"checksum: {files} files of {decimal_size(size)}: arithmetic {arithmetic_s * 1e3:.1f} ms,"
         f" zlib over the bytes {baseline_s:.2f} s, ratio {arithmetic_s / baseline_s:.5f}"
     )
 
@@ -72,7 +73,7 @@ def bench_write(limit: int | None, scratch: Path) -> None:
         shutil.copyfile(written / str(n), copied / str(n))
     copy_s = time.perf_counter() - started
     print(
-        f"write: {len(entries)} files, {decimal_bytes(total)}: writer {write_s:.2f} s"
+        f"write: {len(entries)} files, {decimal_size(total)}: writer {write_s:.2f} s"
         f" ({total / write_s / 1e6:.0f} MB/s), cp {copy_s:.2f} s ({total / copy_s / 1e6:.0f} MB/s),"
         f" ratio {write_s / copy_s:.2f}"
     )

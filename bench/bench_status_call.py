@@ -134,7 +134,10 @@ def main() -> int:
                 )
             trivial_base = f"http://127.0.0.1:{trivial_port}"
             _wait_ready(trivial_base, trivial, log)
-            measure = lambda url: calls_per_s(url, args.concurrency, args.duration)  # noqa: E731
+
+            def measure(url: str) -> float:
+                return calls_per_s(url, args.concurrency, args.duration)
+
             first = measure(f"{trivial_base}/doc")
             tape_rest = measure(f"{base}/api/v1/stage/{request_id}")
             native = measure(f"{base}/api/native/v1/requests/{request_id}")

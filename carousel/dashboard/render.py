@@ -9,19 +9,8 @@ from urllib.parse import urlencode
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
 from carousel.dashboard.view import Dashboard
+from carousel.domain.sizes import decimal_size
 from carousel.reports.table import iso
-
-DECIMAL_UNITS = ("B", "kB", "MB", "GB", "TB", "PB")
-
-
-def human_bytes(value: float) -> str:
-    """Decimal units, as tape vendors and the reports use them: 1 GB = 10⁹ bytes."""
-    size = float(value)
-    for unit in DECIMAL_UNITS:
-        if abs(size) < 1000 or unit == DECIMAL_UNITS[-1]:
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    raise AssertionError("unreachable")
 
 
 def human_duration(seconds: float | None) -> str:
@@ -59,7 +48,7 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(bytes=human_bytes, duration=human_duration, percent=percent, iso=iso, when=when)
+    env.filters.update(bytes=decimal_size, duration=human_duration, percent=percent, iso=iso, when=when)
     env.globals.update(age=age)
     return env
 

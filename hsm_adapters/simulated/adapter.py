@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from carousel.domain.clock import Clock
 from carousel.domain.errors import ConfigError, Unavailable
 from carousel.domain.planning import LibraryCosts
+from carousel.domain.sizes import decimal_size
 from hsm_adapters.base import (
     Batch,
     BatchFile,
@@ -254,7 +255,7 @@ class SimulatedAdapter:
         catalogue = self.library.catalogue
         profile = self.library.physics.profile
         drives = self.library.drive_count
-        size = decimal_bytes(catalogue.total_bytes())
+        size = decimal_size(catalogue.total_bytes())
         return (
             f"simulated {profile.name} library ({profile.description}): {drives} drive{'s' * (drives != 1)},"
             f" {len(catalogue.tapes)} tapes, {len(catalogue)} files, {size};"
@@ -338,16 +339,6 @@ class SimulatedAdapter:
                 self._pending.popleft()
         finally:
             self._pushing = False
-
-
-def decimal_bytes(count: int) -> str:
-    """1,260,000,000 -> "1.26 GB" (decimal units, as tape sizes are given)."""
-    value = float(count)
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if value < 1000 or unit == "TB":
-            return f"{value:.3g} {unit}" if unit != "B" else f"{count} B"
-        value /= 1000
-    raise AssertionError("unreachable")
 
 
 # --- options and factory ------------------------------------------------------------------------------------

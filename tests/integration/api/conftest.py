@@ -21,9 +21,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.api.app import create_app
 from carousel.config import Limits, Settings
+from carousel.config.auth import AuthSettings
 from carousel.db.models import QueuedFileRow, RequestFile, StageRequest
 from carousel.domain.clock import ManualClock
 from hsm_adapters.simulated.adapter import SimulatedAdapter, build_simulated_adapter
+from tests.tokens import static_token
 
 BASE_URL = "http://carousel.test:8000"
 LIBRARY_OPTIONS: dict[str, Any] = {
@@ -107,6 +109,39 @@ def make_api(portal: BlockingPortal, make_app: Callable[..., FastAPI]) -> Iterat
 @pytest.fixture
 def api(make_api: Callable[..., SyncApi]) -> SyncApi:
     return make_api()
+
+
+class Bearer:
+    """Calls with one token."""
+
+    def __init__(self, api: SyncApi, token: str) -> None:
+        self.api, self.headers = api, {"Authorization": f"Bearer {token}"}
+
+    def get(self, url: str, **kwargs: Any) -> Any:
+        return self.api.get(url, headers=self.headers, **kwargs)
+
+    def post(self, url: str, **kwargs: Any) -> Any:
+        return self.api.post(url, headers=self.headers, **kwargs)
+
+    def delete(self, url: str, **kwargs: Any) -> Any:
+        return self.api.delete(url, headers=self.headers, **kwargs)
+
+    def stage(self, paths: list[str]) -> str:
+        response = self.post("/api/v1/stage", json={"files": [{"path": p} for p in paths]})
+        assert response.status_code == 201, response.text
+        request_id: str = response.json()["requestId"]
+        return request_id
+
+
+def admin_on(make_api: Callable[..., SyncApi], policy: str = "fifo") -> Bearer:
+    """An API with anonymous access off (policy `policy`), and a caller with the admin role."""
+    token, entry = static_token("ops", admin=True)
+    return Bearer(make_api(anonymous=False, auth=AuthSettings(static_tokens=(entry,)), policy=policy), token)
+
+
+@pytest.fixture
+def admin(make_api: Callable[..., SyncApi]) -> Bearer:
+    return admin_on(make_api)
 
 
 @dataclass(frozen=True)

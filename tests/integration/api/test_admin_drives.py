@@ -20,15 +20,9 @@ from carousel.domain.clock import ManualClock
 from carousel.scheduler.cycle import Cycle
 from hsm_adapters.simulated.adapter import SimulatedAdapter
 from policies.registry import build_policy
-from tests.integration.api.conftest import SyncApi, assert_problem
-from tests.integration.api.test_admin_tapes import ADMIN, admin_caller, cycle_for, step, submit
-from tests.integration.api.test_auth import Bearer
+from tests.integration.api.conftest import Bearer, SyncApi, admin_on, assert_problem
+from tests.integration.api.test_admin_tapes import ADMIN, cycle_for, step, submit
 from tests.tokens import static_token
-
-
-@pytest.fixture
-def admin(make_api: Callable[..., SyncApi]) -> Bearer:
-    return admin_caller(make_api)
 
 
 def set_drive(admin: Bearer, drive: str, body: dict[str, Any]) -> Any:
@@ -168,6 +162,7 @@ def test_a_contradictory_tape_change_changes_nothing(
 def test_only_admins_set_tapes_and_drives(
     make_api: Callable[..., SyncApi], session_factory: sessionmaker[Session]
 ) -> None:
+    # not the shared `admin`: one API knows two tokens, and only the user's calls
     _, admin_entry = static_token("ops", admin=True)
     user_token, user_entry = static_token("alice")
     api = make_api(anonymous=False, auth=AuthSettings(static_tokens=(admin_entry, user_entry)))
@@ -188,8 +183,7 @@ def test_capacity_and_the_outlook_follow_a_drive_taken_down(
     session_factory: sessionmaker[Session],
 ) -> None:
     # cta holds young work back: nothing is handed over, and the outlook projects the mounts to come
-    token, entry = static_token("ops", admin=True)
-    admin = Bearer(make_api(anonymous=False, auth=AuthSettings(static_tokens=(entry,)), policy="cta"), token)
+    admin = admin_on(make_api, policy="cta")
     catalogue = library.library.catalogue
     request_id = submit(admin, [catalogue.on_tape(tape)[0].path for tape in catalogue.tapes[:3]])
     before = admin.get(f"/api/native/v1/requests/{request_id}").json()["outlook"]

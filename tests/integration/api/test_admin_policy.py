@@ -19,8 +19,7 @@ from carousel.domain.clock import ManualClock
 from carousel.policy_admin.active import ActivePolicy
 from carousel.scheduler.cycle import Cycle
 from hsm_adapters.simulated.adapter import SimulatedAdapter
-from tests.integration.api.conftest import SyncApi, assert_problem
-from tests.integration.api.test_auth import Bearer
+from tests.integration.api.conftest import Bearer, SyncApi, assert_problem
 from tests.tokens import static_token
 
 POLICY = "/api/admin/v1/policy"
@@ -39,6 +38,7 @@ class Callers:
 
 @pytest.fixture
 def callers(make_api: Callable[..., SyncApi]) -> Callers:
+    # not the shared `admin`: one API knows two tokens, an admin's and a user's
     admin_token, admin_entry = static_token("ops", admin=True)
     user_token, user_entry = static_token("alice")
     # the settings name fifo: the policy active until an admin changes it

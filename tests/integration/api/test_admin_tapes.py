@@ -8,35 +8,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.config import Settings
-from carousel.config.auth import AuthSettings
 from carousel.db.models import Mount, QueuedFileRow
 from carousel.domain.clock import ManualClock
 from carousel.scheduler.cycle import Cycle
 from hsm_adapters.simulated.adapter import SimulatedAdapter, build_simulated_adapter
 from policies.registry import build_policy
-from tests.integration.api.conftest import LIBRARY_OPTIONS, SyncApi
-from tests.integration.api.test_auth import Bearer
-from tests.tokens import static_token
+from tests.integration.api.conftest import LIBRARY_OPTIONS, Bearer, SyncApi, admin_on
 
 ADMIN = "/api/admin/v1"
 NATIVE = "/api/native/v1"
-
-
-def admin_caller(make_api: Callable[..., SyncApi]) -> Bearer:
-    """An API with anonymous access off, and a caller with the admin role."""
-    token, entry = static_token("ops", admin=True)
-    api = make_api(anonymous=False, auth=AuthSettings(static_tokens=(entry,)), policy="fifo")
-    return Bearer(api, token)
-
-
-@pytest.fixture
-def admin(make_api: Callable[..., SyncApi]) -> Bearer:
-    return admin_caller(make_api)
 
 
 def submit(admin: Bearer, paths: list[str]) -> str:
@@ -160,9 +144,7 @@ def test_the_librarys_failed_mounts_break_a_tape_audited_as_the_service(
     options = {**LIBRARY_OPTIONS, "faults": {"bad_cartridges": ["T00004"]}}
     library = build_simulated_adapter(options, clock)
     try:
-        token, entry = static_token("ops", admin=True)
-        api = make_api(anonymous=False, auth=AuthSettings(static_tokens=(entry,)), policy="fifo")
-        admin = Bearer(api, token)
+        admin = admin_on(make_api)
         paths = [e.path for e in library.library.catalogue.on_tape("T00004")]
         cycle = cycle_for(session_factory, library, clock, media={"break_after_failed_mounts": 2})
 

@@ -19,7 +19,7 @@ from carousel.api.auth import AdminCaller
 from carousel.config.auth import AuthSettings, StaticToken, X509ProxySettings, X509Subject
 from carousel.db.models import RequestFile
 from carousel.domain.clock import ManualClock
-from tests.integration.api.conftest import BASE_URL, RowCounts, SyncApi, assert_problem
+from tests.integration.api.conftest import BASE_URL, Bearer, RowCounts, SyncApi, assert_problem
 from tests.tokens import Issuer, static_token
 
 STAGE = "/api/v1/stage"
@@ -50,28 +50,6 @@ def secured(
     make_app: Callable[..., FastAPI], make_api: Callable[..., SyncApi], auth: AuthSettings
 ) -> SyncApi:
     return make_api(anonymous=False, auth=auth)
-
-
-class Bearer:
-    """Calls with one token."""
-
-    def __init__(self, api: SyncApi, token: str) -> None:
-        self.api, self.headers = api, {"Authorization": f"Bearer {token}"}
-
-    def get(self, url: str, **kwargs: Any) -> Any:
-        return self.api.get(url, headers=self.headers, **kwargs)
-
-    def post(self, url: str, **kwargs: Any) -> Any:
-        return self.api.post(url, headers=self.headers, **kwargs)
-
-    def delete(self, url: str, **kwargs: Any) -> Any:
-        return self.api.delete(url, headers=self.headers, **kwargs)
-
-    def stage(self, paths: list[str]) -> str:
-        response = self.post(STAGE, json={"files": [{"path": p} for p in paths]})
-        assert response.status_code == 201, response.text
-        request_id: str = response.json()["requestId"]
-        return request_id
 
 
 def as_(api: SyncApi, issuer: Issuer, clock: ManualClock, **claims: Any) -> Bearer:

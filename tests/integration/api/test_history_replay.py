@@ -20,8 +20,7 @@ from carousel.domain.clock import ManualClock
 from carousel.scheduler.cycle import Cycle
 from hsm_adapters.simulated.adapter import SimulatedAdapter
 from policies.registry import build_policy
-from tests.integration.api.conftest import LIBRARY_OPTIONS, SyncApi, assert_problem
-from tests.integration.api.test_auth import Bearer
+from tests.integration.api.conftest import LIBRARY_OPTIONS, Bearer, SyncApi, assert_problem
 from tests.integration.scheduler.rows import add_request, queued
 from tests.tokens import static_token
 

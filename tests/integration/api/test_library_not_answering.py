@@ -4,20 +4,17 @@ library is offline, answer 200, and nothing is claimed."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from carousel.config.auth import AuthSettings
 from carousel.db.models import QueuedFileRow
 from carousel.domain.clock import ManualClock
 from hsm_adapters.simulated.adapter import build_simulated_adapter
-from tests.integration.api.conftest import LIBRARY_OPTIONS, SyncApi
-from tests.integration.api.test_auth import Bearer
+from tests.integration.api.conftest import LIBRARY_OPTIONS, Bearer
 from tests.integration.unanswering_library import UnansweringLibrary
-from tests.tokens import static_token
 
 NATIVE = "/api/native/v1"
 OFFLINE = "the library is offline: nothing moves until it is back"
@@ -29,12 +26,6 @@ def library(clock: ManualClock) -> Iterator[UnansweringLibrary]:
     inner = build_simulated_adapter(LIBRARY_OPTIONS, clock)
     yield UnansweringLibrary(inner)
     inner.close()
-
-
-@pytest.fixture
-def admin(make_api: Callable[..., SyncApi]) -> Bearer:
-    token, entry = static_token("ops", admin=True)
-    return Bearer(make_api(anonymous=False, auth=AuthSettings(static_tokens=(entry,)), policy="fifo"), token)
 
 
 def queued_states(factory: sessionmaker[Session]) -> set[str]:

@@ -19,8 +19,7 @@ from carousel.db.models import Mount, QueuedFileRow
 from carousel.domain.clock import ManualClock
 from hsm_adapters.simulated.adapter import build_simulated_adapter
 from hsm_adapters.site import Site
-from tests.integration.api.conftest import SyncApi, assert_problem
-from tests.integration.api.test_auth import Bearer
+from tests.integration.api.conftest import Bearer, SyncApi, assert_problem
 from tests.tokens import static_token
 
 GB = 10**9
@@ -104,6 +103,7 @@ def test_an_unknown_library_is_refused_naming_the_parameter(make_api: Callable[.
 def test_the_history_replay_of_a_site_of_several_libraries_is_refused(
     make_api: Callable[..., SyncApi],
 ) -> None:
+    # not the shared `admin`: this API serves the site of two libraries, not the one simulated library
     token, entry = static_token("ops", admin=True)
     api = make_api(**SITE_SETTINGS, anonymous=False, auth=AuthSettings(static_tokens=(entry,)))
     response = Bearer(api, token).post("/api/admin/v1/policy/replay", json={"hours": 1})

@@ -19,16 +19,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.cli.service import site_of
 from carousel.config import Settings
-from carousel.config.auth import AuthSettings
 from carousel.db.models import DriveStateRow, MediaAudit, Mount, QueuedFileRow, Recall, TapeStateRow
 from carousel.domain.clock import ManualClock
 from carousel.scheduler.site_cycle import SiteCycle
 from hsm_adapters.simulated.adapter import build_simulated_adapter
 from hsm_adapters.site import Site
 from policies.registry import build_policy
-from tests.integration.api.conftest import SyncApi, assert_problem
-from tests.integration.api.test_auth import Bearer
-from tests.tokens import static_token
+from tests.integration.api.conftest import Bearer, assert_problem
 
 GB = 10**9
 ADMIN = "/api/admin/v1"
@@ -80,12 +77,6 @@ def library(
     site = build_site(clock, tmp_path, session_factory, faults)
     yield site
     site.close()
-
-
-@pytest.fixture
-def admin(make_api: Callable[..., SyncApi]) -> Bearer:
-    token, entry = static_token("ops", admin=True)
-    return Bearer(make_api(anonymous=False, auth=AuthSettings(static_tokens=(entry,)), policy="fifo"), token)
 
 
 def site_cycle(factory: sessionmaker[Session], site: Site, clock: ManualClock, **extra: Any) -> SiteCycle:

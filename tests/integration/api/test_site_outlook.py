@@ -14,13 +14,10 @@ from typing import Any
 import pytest
 
 from carousel.cli.outlook import outlook_lines
-from carousel.config.auth import AuthSettings
 from carousel.domain.clock import ManualClock
 from hsm_adapters.simulated.adapter import build_simulated_adapter
 from hsm_adapters.site import Site
-from tests.integration.api.conftest import SyncApi
-from tests.integration.api.test_auth import Bearer
-from tests.tokens import static_token
+from tests.integration.api.conftest import Bearer, SyncApi
 
 GB = 10**9
 NATIVE = "/api/native/v1"
@@ -51,12 +48,6 @@ def library(clock: ManualClock, tmp_path: Path, slow_drives: int) -> Iterator[Si
     site = Site(adapters)
     yield site
     site.close()
-
-
-@pytest.fixture
-def admin(make_api: Callable[..., SyncApi]) -> Bearer:
-    token, entry = static_token("ops", admin=True)
-    return Bearer(make_api(anonymous=False, auth=AuthSettings(static_tokens=(entry,)), policy="fifo"), token)
 
 
 def _submit(api: Bearer, paths: list[str]) -> str:

@@ -21,7 +21,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.config import Settings
-from carousel.config.auth import AuthSettings
 from carousel.db.models import QueuedFileRow, Recall
 from carousel.domain.clock import ManualClock
 from carousel.reports.table import iso
@@ -29,9 +28,7 @@ from carousel.scheduler.site_cycle import SiteCycle
 from hsm_adapters.simulated.adapter import build_simulated_adapter
 from hsm_adapters.site import Site
 from policies.registry import build_policy
-from tests.integration.api.conftest import SyncApi
-from tests.integration.api.test_auth import Bearer
-from tests.tokens import static_token
+from tests.integration.api.conftest import Bearer
 
 GB = 10**9
 PATHS = {"new": "/new/a", "old": "/old/b"}  # each on its library's T1
@@ -101,12 +98,6 @@ def library(clock: ManualClock, tmp_path: Path) -> Iterator[Site]:
     site = Site(adapters)
     yield site
     site.close()
-
-
-@pytest.fixture
-def admin(make_api: Callable[..., SyncApi]) -> Bearer:
-    token, entry = static_token("ops", admin=True)
-    return Bearer(make_api(anonymous=False, auth=AuthSettings(static_tokens=(entry,)), policy="fifo"), token)
 
 
 def site_cycle(factory: sessionmaker[Session], site: Site, clock: ManualClock) -> SiteCycle:

@@ -15,8 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.config.auth import AuthSettings
 from carousel.db.models import RequestWebhook, WebhookDelivery
-from tests.integration.api.conftest import RowCounts, SyncApi, assert_problem
-from tests.integration.api.test_auth import Bearer
+from tests.integration.api.conftest import Bearer, RowCounts, SyncApi, assert_problem
 from tests.tokens import static_token
 
 NATIVE = "/api/native/v1"

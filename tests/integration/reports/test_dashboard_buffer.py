@@ -89,5 +89,14 @@ def test_the_panel_says_when_queued_work_waits_for_space(session_factory):
     assert 'id="buffer-full"' in html and "buffer_full" in html
 
 
+def test_the_panel_gives_sizes_in_decimal_units_as_the_rest_of_carousel(session_factory):
+    # the default capacity, 4 GiB, reads 4.29 GB: the same units as the reports and the library's description
+    stage(session_factory, [("/a", 1_260_000_000)], pinned_for_s=3600)
+    html = render(session_factory, BufferLimits(4 * 2**30, high_watermark=0.9, low_watermark=0.5))
+    assert "<small>4.29 GB; admission fills it" in html
+    assert re.search(r'data-buffer="on_disk" data-bytes="1260000000">1.26 GB<', html), html
+    assert "GiB" not in html
+
+
 def test_no_panel_with_the_buffer_off(session_factory):
     assert 'id="buffer"' not in render(session_factory, None)
