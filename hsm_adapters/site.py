@@ -97,7 +97,8 @@ class Site:
     ) -> list[OnTape | Unknown | BrokenCopies | None]:
         """For each path, the copy `soonest_copy` chooses among those on a tape not in `unreadable` ((library,
         tape): a broken tape) nor broken by the site's tape states, naming its library; Unknown when no such
-        copy was found and a library could not answer (ask again); BrokenCopies when every copy is on a
+        copy was found and a library could not answer (ask again; each such library named with what it
+        said); BrokenCopies when every copy is on a
         broken tape (each named, so the file's failure can say why in every library); None when there is no
         copy at all."""
         answers = {name: self._answers(name, adapter, paths) for name, adapter in self.libraries.items()}
@@ -111,9 +112,9 @@ class Site:
                 if not estimate.broken:
                     chosen.append(copy)
                     continue
-            unknown = [a.reason for answer in answers.values() if isinstance(a := answer[n], Unknown)]
+            unknown = {name: a for name, answer in answers.items() if isinstance(a := answer[n], Unknown)}
             if unknown:
-                chosen.append(Unknown(path, "; ".join(unknown)))
+                chosen.append(Unknown(path, "no other copy found yet" + _named(unknown)))
             else:
                 broken = tuple((name, copy.tape) for name, copy in copies.items())
                 chosen.append(BrokenCopies(path, broken) if broken else None)
@@ -123,9 +124,9 @@ class Site:
         try:
             results = adapter.lookup(paths)
         except Exception as exc:
-            return [Unknown(path, f"library {name} did not answer: {exc}") for path in paths]
+            return [Unknown(path, f"the library did not answer: {exc}") for path in paths]
         if len(results) != len(paths):
-            return [Unknown(path, f"library {name} answered for other paths") for path in paths]
+            return [Unknown(path, "the library answered for other paths") for path in paths]
         return results
 
     def _chosen(
@@ -141,14 +142,16 @@ class Site:
             return dataclasses.replace(copy, library=name)
         if copies:
             return self._soonest(copies, weighing)[0]
-        unknown = [a for answer in answers.values() if isinstance(a := answer[n], Unknown)]
-        if unknown:
-            return Unknown(path, "; ".join(u.reason for u in unknown))
-        absent = {name: a for name, answer in answers.items() if isinstance(a := answer[n], NotOnTape)}
-        on_disk = any(a.on_disk for a in absent.values())
+        # every library answered NotOnTape or Unknown
+        said = {
+            name: a for name, answer in answers.items() if isinstance(a := answer[n], NotOnTape | Unknown)
+        }
         if len(self.libraries) == 1:
-            return NotOnTape(path, next(iter(absent.values())).reason, on_disk)
-        return NotOnTape(path, _in_no_library(absent), on_disk)
+            return next(iter(said.values()))  # the library's own answer, as it gave it
+        if any(isinstance(a, Unknown) for a in said.values()):
+            return Unknown(path, _not_found_yet(said))
+        absent = {name: a for name, a in said.items() if isinstance(a, NotOnTape)}
+        return NotOnTape(path, _in_no_library(absent), any(a.on_disk for a in absent.values()))
 
     def _weighing(self, held: TapeStates) -> _Weighing:
         return _Weighing(functools.cache(self.backlog), functools.cache(held), functools.cache(self._library))
@@ -237,10 +240,22 @@ class Site:
 def _in_no_library(absent: Mapping[str, NotOnTape]) -> str:
     """Why a path is in no library, each library named with its reason: "in no library: new: …; old: …", or
     "in no library (new, old): …" when every library gave the same reason."""
-    reasons = {a.reason for a in absent.values()}
+    return "in no library" + _named(absent)
+
+
+def _not_found_yet(said: Mapping[str, NotOnTape | Unknown]) -> str:
+    """Why a path on tape in no library that answered waits to be asked again, each library named with what
+    it said, a library that could not say (Unknown) as one that did not find it: "not found yet: new: the
+    library is offline; old: not in the library", or "not found yet (new, old): …" when they said the same."""
+    return "not found yet" + _named(said)
+
+
+def _named(said: Mapping[str, NotOnTape | Unknown]) -> str:
+    """Each library's reason after its name, in the settings' order; once, after every name, when alike."""
+    reasons = {a.reason for a in said.values()}
     if len(reasons) == 1:
-        return f"in no library ({', '.join(absent)}): {reasons.pop()}"
-    return "in no library: " + "; ".join(f"{name}: {a.reason}" for name, a in absent.items())
+        return f" ({', '.join(said)}): {reasons.pop()}"
+    return ": " + "; ".join(f"{name}: {a.reason}" for name, a in said.items())
 
 
 def _costs(adapter: HsmAdapter) -> LibraryCosts | None:

@@ -104,7 +104,8 @@ class RequestOut(BaseModel):
 class OutlookWaitOut(BaseModel):
     code: str = Field(
         description="not_worth_mounting_yet, no_free_drive, group_over_share, library_offline, retry_pending,"
-        " buffer_full, tape_unknown, not_projected or waiting (the policy's words say which)"
+        " buffer_full, tape_unknown, not_projected, library_not_in_settings or waiting (the policy's words"
+        " say which)"
     )
     files: int = Field(description="files of the request waiting for this reason")
     reason: str = Field(description="the policy's own words, for the tape holding most of these files")

@@ -26,6 +26,8 @@ from carousel.outlook.reasons import WaitCode, classify
 TAPE_UNKNOWN = "tape_unknown"  # the library has not said yet which tape holds the file
 # its tape has work the projection did not see (submitted or queued there since)
 NOT_PROJECTED = "not_projected"
+# its row names a library the settings no longer name: no cycle reads it, hands it over or hears of it
+LIBRARY_NOT_IN_SETTINGS = "library_not_in_settings"
 
 HELD_CODES = frozenset({WaitCode.TAPE_DISABLED, WaitCode.TAPE_BROKEN})
 _OFFLINE_WORDS = "the library is offline: nothing moves until it is back"
@@ -35,6 +37,15 @@ _SUBMITTED_SINCE_WORDS = "submitted after the outlook was made: in the next one"
 # there from a broken tape's copy, queued by a later lookup, due again after a failed read, or its queue's
 # change not yet folded when the snapshot was read (the words name no cause: it may be any of them)
 _QUEUED_SINCE_WORDS = "queued on this tape after the outlook was made: in the next one"
+
+
+def not_in_settings_words(library: str) -> str:
+    """Why a file of a library the settings no longer name waits: each library's cycle plans, hands over and
+    watches its own files only (carousel.scheduler.site_cycle), so none does anything with it."""
+    return (
+        f"its library {library} is not in this service's settings: nothing reads it nor hears of it, out of"
+        " the estimate, until an admin names that library again (or it is cancelled)"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,12 +4,13 @@ The disk buffer is the site's: the libraries share its room in the cycle's order
 
 A request's ETA is the latest of its libraries' ETAs, its position the smallest of its libraries' (each
 counted in its own library's files), and each waiting reason names the library of the files it counts. A site
-of one library is projected as before (the whole queue, one projection) and answers as before.
+of one library is projected from its own queue and answers as before. Files whose row names a library the
+settings no longer name wait apart, naming it (`library_not_in_settings`): no cycle reads them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -22,7 +23,14 @@ from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.planning import Plan, Snapshot
 from carousel.domain.queue import RequestWork
 from carousel.outlook.projection import Projection, project
-from carousel.outlook.request_outlook import LibraryOutlook, RequestOutlook, request_outlook
+from carousel.outlook.request_outlook import (
+    LIBRARY_NOT_IN_SETTINGS,
+    LibraryOutlook,
+    RequestOutlook,
+    WaitReason,
+    not_in_settings_words,
+    request_outlook,
+)
 from carousel.scheduler.live_snapshot import live_buffer, live_queue_store, live_snapshot
 from carousel.scheduler.site_cycle import site_weights
 from hsm_adapters.base import HsmAdapter
@@ -80,12 +88,13 @@ def site_snapshots(
     settings: Settings, session_factory: sessionmaker[Session], adapter: HsmAdapter, clock: Clock
 ) -> dict[str, Snapshot]:
     """Each library's live snapshot, as its cycle plans from it: its own tapes, drives, costs and health,
-    usage in reference drive-seconds. A site of one library: the whole queue, as it always was."""
+    usage in reference drive-seconds. A site of one library: its queue, which is the whole queue unless
+    files of a library the settings no longer name wait there (its cycle reads none of them)."""
     adapters = site_adapters(adapter)
     buffer = live_buffer(settings, session_factory)
     if len(adapters) == 1:
         name, only = next(iter(adapters.items()))
-        store = live_queue_store(settings, session_factory, library=None)
+        store = live_queue_store(settings, session_factory, library=name)
         return {name: live_snapshot(store, only, clock, buffer=buffer)}
     weights = site_weights(adapters)
     return {
@@ -138,20 +147,31 @@ def site_request_outlook(
     `submitted_at` as for `request_outlook`."""
     if len(site.libraries) == 1:
         name, projection = next(iter(site.libraries.items()))
-        own = _tagged(request_outlook(projection, work, submitted_at=submitted_at), name)
-        return replace(own, libraries=(LibraryOutlook(name, own),))
-    pending = [(name, own) for name, own in sorted(work.libraries.items()) if own.pending]
-    per_library = tuple(
-        LibraryOutlook(
-            name, _tagged(request_outlook(site.libraries[name], own, submitted_at=submitted_at), name)
+        strays = {n: own for n, own in sorted(work.libraries.items()) if n != name and _stranded(own)}
+        if not strays:  # every file is the library's, or not looked up yet: as it always was
+            own = _tagged(request_outlook(projection, work, submitted_at=submitted_at), name)
+            return replace(own, libraries=(LibraryOutlook(name, own),))
+        others = (own for n, own in work.libraries.items() if n != name)
+        readable = _with_unknown(work.libraries.get(name, RequestWork()), others)
+        pending = [(name, readable)] if readable.pending else []
+        per_library = tuple(
+            LibraryOutlook(name, _tagged(request_outlook(projection, own, submitted_at=submitted_at), name))
+            for name, own in pending
         )
-        for name, own in pending
-        if name in site.libraries
-    )
-    # files the site's libraries do not hold: not looked up yet (their row names the library `default` until
-    # then) or of a library the settings no longer name; nothing places them, and no library is theirs
-    empty = Projection(site.now, Plan(), {})
-    elsewhere = [request_outlook(empty, own) for name, own in pending if name not in site.libraries]
+        elsewhere = [_not_in_settings(site.now, n, own) for n, own in strays.items()]
+        pending += list(strays.items())
+    else:
+        pending = [(name, own) for name, own in sorted(work.libraries.items()) if own.pending]
+        per_library = tuple(
+            LibraryOutlook(
+                name, _tagged(request_outlook(site.libraries[name], own, submitted_at=submitted_at), name)
+            )
+            for name, own in pending
+            if name in site.libraries
+        )
+        # files the site's libraries do not hold: not looked up yet (their row names the library `default`
+        # until then) or of a library the settings no longer name; nothing places them
+        elsewhere = [_not_in_settings(site.now, n, own) for n, own in pending if n not in site.libraries]
     outlooks = [entry.outlook for entry in per_library] + elsewhere
     etas = [o.eta for o in outlooks if o.eta is not None]
     ahead = [o.files_ahead for o in outlooks if o.files_ahead is not None]
@@ -178,6 +198,36 @@ def site_request_outlook(
         libraries=per_library,
         site_libraries=len(site.libraries),
     )
+
+
+def _stranded(work: RequestWork) -> int:
+    """Files with a tape in their row's library: queued, handed over, or backing off after a failed read."""
+    return sum(work.queued.values()) + sum(work.in_flight.values()) + work.retry_pending
+
+
+def _with_unknown(mine: RequestWork, others: Iterable[RequestWork]) -> RequestWork:
+    """One library's files with those of other libraries not looked up yet (the lookup chooses theirs)."""
+    others = list(others)
+    return replace(
+        mine,
+        tape_unknown=mine.tape_unknown + sum(w.tape_unknown for w in others),
+        unknown_reason=next((w.unknown_reason for w in (mine, *others) if w.unknown_reason), None),
+    )
+
+
+def _not_in_settings(now: datetime, library: str, work: RequestWork) -> RequestOutlook:
+    """The outlook of a request's files whose row names a library the site does not have. Those not looked
+    up yet wait as any (`tape_unknown`, naming no library: the lookup chooses theirs). The others (queued,
+    handed over, or backing off in a library the settings no longer name) wait for that library, which no
+    cycle plans, hands work to nor hears from (each library's cycle runs its own files only): out of the
+    estimate, `library_not_in_settings`, naming it."""
+    unknown = replace(work, queued={}, in_flight={}, retry_pending=0, retry_due_at=None, libraries={})
+    outlook = request_outlook(Projection(now, Plan(), {}), unknown)
+    stranded = _stranded(work)
+    if stranded == 0:
+        return outlook
+    reason = WaitReason(LIBRARY_NOT_IN_SETTINGS, stranded, not_in_settings_words(library), library)
+    return replace(outlook, unplanned=outlook.unplanned + stranded, waiting=(reason, *outlook.waiting))
 
 
 def _tagged(outlook: RequestOutlook, library: str) -> RequestOutlook:

@@ -57,6 +57,22 @@ def test_a_path_in_no_library_names_each_library_with_its_own_reason(libraries) 
     assert none.reason == "in no library: new: not in the library; old: no such file in the name space"
 
 
+def test_a_library_that_answers_unknown_itself_is_named_with_what_it_said(libraries) -> None:
+    class CannotSay:  # a library that answers, but cannot say now (its own catalogue is unavailable)
+        def lookup(self, paths: list[str]) -> list[Unknown]:
+            return [Unknown(path, "the name space is being rebuilt") for path in paths]
+
+    site = Site({"new": libraries["new"], "old": CannotSay()})  # type: ignore[dict-item]
+    none, z = site.lookup(["/nowhere", "/new/z"])
+    assert isinstance(none, Unknown)
+    assert none.reason == "not found yet: new: not in the library; old: the name space is being rebuilt"
+    assert isinstance(z, OnTape) and z.library == "new"  # a copy found is read, whatever another said
+    (both,) = Site({"a": CannotSay(), "b": CannotSay()}).lookup(["/nowhere"])  # type: ignore[dict-item]
+    assert both == Unknown("/nowhere", "not found yet (a, b): the name space is being rebuilt")
+    (alone,) = Site({"old": CannotSay()}).lookup(["/nowhere"])  # type: ignore[dict-item]
+    assert alone == Unknown("/nowhere", "the name space is being rebuilt")  # one library: its own words
+
+
 def test_the_bytes_queued_in_a_library_send_a_copy_to_the_other(libraries) -> None:
     site = Site(libraries, backlog=lambda: {"new": 100_000 * GB})
     (x,) = site.lookup(["/both/x"])
@@ -68,7 +84,9 @@ def test_a_library_that_does_not_answer_leaves_its_paths_unknown_not_absent(libr
     site = Site(libraries)
     x, z = site.lookup(["/both/x", "/new/z"])
     assert isinstance(x, OnTape) and x.library == "old"  # the copy the other library holds
-    assert isinstance(z, Unknown) and "library new did not answer" in z.reason
+    # each library named with what it said: old has no /new/z, new could not say
+    assert isinstance(z, Unknown) and z.reason.startswith("not found yet: new: the library did not answer: ")
+    assert z.reason.endswith("; old: not in the library")
     assert site.health() is Health.DEGRADED
     assert site.capacity().drives_total == 4
 
@@ -102,7 +120,7 @@ def test_another_copy_leaves_out_broken_tapes_and_says_when_it_cannot_know(libra
     assert isinstance(x, OnTape) and x.library == "new"
     libraries["old"].close()
     x, z = site.other_copies(["/both/x", "/new/z"], {("new", "N1")})
-    assert isinstance(x, Unknown) and "library old did not answer" in x.reason
+    assert isinstance(x, Unknown) and x.reason.startswith("no other copy found yet (old): the library did")
     assert isinstance(z, Unknown)  # old could not say whether it holds /new/z
 
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 from carousel.domain.buffer import BUFFER_FULL, BufferView
 from carousel.domain.queue import RequestWork
 from carousel.outlook.projection import project
-from carousel.outlook.request_outlook import NOT_PROJECTED, TAPE_UNKNOWN
+from carousel.outlook.request_outlook import LIBRARY_NOT_IN_SETTINGS, TAPE_UNKNOWN, not_in_settings_words
 from carousel.outlook.site import SiteProjection, project_snapshots, site_request_outlook
 from policies.base import Policy
 from policies.registry import build_policy
@@ -45,7 +45,8 @@ def test_files_no_library_of_the_site_holds_wait_apart() -> None:
     work = RequestWork(
         libraries={
             "a": RequestWork(queued={"T1": 2}),
-            "gone": RequestWork(queued={"X": 1}),  # a library the settings no longer name
+            # a library the settings no longer name: a file queued, one handed over, one backing off
+            "gone": RequestWork(queued={"X": 1}, in_flight={"Y": 1}, retry_pending=1),
             "default": RequestWork(tape_unknown=1),  # not looked up yet
         }
     )
@@ -53,17 +54,55 @@ def test_files_no_library_of_the_site_holds_wait_apart() -> None:
     outlook = site_request_outlook(two_libraries(), work)
 
     assert [entry.library for entry in outlook.libraries] == ["a"]
-    assert sorted((w.library, w.code, w.files) for w in outlook.waiting if w.library is None) == [
-        (None, NOT_PROJECTED, 1),
-        (None, TAPE_UNKNOWN, 1),
+    assert sorted((w.library or "", w.code, w.files) for w in outlook.waiting if w.library != "a") == [
+        ("", TAPE_UNKNOWN, 1),
+        ("gone", LIBRARY_NOT_IN_SETTINGS, 3),  # named, and not said to be in the next outlook
     ]
-    assert outlook.unplanned == 2 and outlook.note == "2 file(s) not in the estimate: see waiting"
+    (gone,) = (w for w in outlook.waiting if w.library == "gone")
+    assert gone.reason == not_in_settings_words("gone")
+    assert gone.reason.startswith("its library gone is not in this service's settings: ")
+    assert outlook.reading == 0  # no cycle hears of the file handed to `gone`
+    assert outlook.unplanned == 4 and outlook.note == "4 file(s) not in the estimate: see waiting"
     assert (
         outlook.eta
         == site_request_outlook(
             two_libraries(), RequestWork(libraries={"a": RequestWork(queued={"T1": 2})})
         ).eta
     )
+
+
+def test_a_site_of_one_library_tells_apart_the_files_of_a_library_no_longer_named() -> None:
+    site = two_libraries()
+    one = SiteProjection(T0, {"a": site.libraries["a"]})  # `b` taken out of the settings
+    mine = RequestWork(queued={"T1": 2})
+    work = RequestWork(
+        queued={"T1": 5},  # the total: the same tape ID in `b` too
+        tape_unknown=1,
+        unknown_reason="the library is offline",
+        libraries={
+            "a": mine,
+            "b": RequestWork(queued={"T1": 3}),
+            "default": RequestWork(tape_unknown=1),
+        },
+    )
+
+    outlook = site_request_outlook(one, work)
+
+    alone = site_request_outlook(one, RequestWork(queued={"T1": 2}, libraries={"a": mine}))
+    assert outlook.eta == alone.eta is not None and outlook.next_cycle == 2  # b's 3 files are not read in a
+    assert sorted((w.library, w.code, w.files) for w in outlook.waiting) == [
+        ("a", TAPE_UNKNOWN, 1),  # not looked up yet: in the one library's figures, as always
+        ("b", LIBRARY_NOT_IN_SETTINGS, 3),
+    ]
+    assert [(e.library, e.outlook.unplanned) for e in outlook.libraries] == [("a", 1)]
+    assert outlook.unplanned == 4 and outlook.site_libraries == 1
+    # every file the one library's, or not looked up yet: as it always was, from the request's own figures
+    usual = replace(work, queued={"T1": 2}, libraries={"a": mine, "default": RequestWork(tape_unknown=1)})
+    outlook = site_request_outlook(one, usual)
+    assert [(w.library, w.code, w.reason) for w in outlook.waiting] == [
+        ("a", TAPE_UNKNOWN, "the library is offline")
+    ]
+    assert outlook.next_cycle == 2 and outlook.eta == alone.eta
 
 
 def _fifo() -> Policy:

@@ -1,0 +1,131 @@
+"""What a site of two simulated libraries tells users of files it cannot place, through the API, on
+PostgreSQL and SQLite: a path on tape in no library that answered while a library could not say (it is
+offline) waits, its words naming each library with what it said, at submit and at each cycle's lookup
+again; once every library answers it fails naming each (`in no library …`). A file of a library an admin
+took out of the settings waits, named so in its request's outlook and `carousel status`, out of the
+estimate, read by no cycle until the library is named again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from carousel.cli.outlook import outlook_lines
+from carousel.config.auth import AuthSettings
+from carousel.domain.clock import ManualClock
+from carousel.outlook.request_outlook import not_in_settings_words
+from hsm_adapters.site import Site
+from tests.integration.api.conftest import SyncApi
+from tests.integration.api.test_auth import Bearer
+from tests.integration.api.test_site_media import build_site, files, site_cycle, step
+from tests.tokens import static_token
+
+NATIVE = "/api/native/v1"
+TAPE_REST = "/api/v1"
+OLD_OFFLINE = {"old": {"offline_windows": [{"start_s": 0.0, "end_s": 60.0}]}}
+
+
+@pytest.fixture
+def faults() -> dict[str, dict[str, Any]]:
+    return {}
+
+
+@pytest.fixture
+def library(
+    clock: ManualClock,
+    tmp_path: Path,
+    session_factory: sessionmaker[Session],
+    faults: dict[str, dict[str, Any]],
+) -> Iterator[Site]:
+    """The site the API asks: `new` (LTO-9) and `old` (LTO-7), each with a tape T1; a test's `faults`
+    parameter gives a library a fault plan."""
+    site = build_site(clock, tmp_path, session_factory, faults)
+    adapters = dict(site.libraries)
+    yield site
+    for adapter in adapters.values():  # one a test took out of the site too
+        adapter.close()
+
+
+@pytest.fixture
+def admin(make_api: Callable[..., SyncApi]) -> Bearer:
+    token, entry = static_token("ops", admin=True)
+    return Bearer(make_api(anonymous=False, auth=AuthSettings(static_tokens=(entry,)), policy="fifo"), token)
+
+
+def _get(admin: Bearer, url: str) -> Any:
+    response = admin.api.request("GET", url, headers=admin.headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+NOT_FOUND_YET = "not found yet: new: not in the library; old: the library is offline"
+
+
+@pytest.mark.parametrize("faults", [OLD_OFFLINE])
+def test_a_library_that_cannot_say_is_named_with_what_it_said(
+    admin: Bearer, library: Site, clock: ManualClock, session_factory: sessionmaker[Session]
+) -> None:
+    response = admin.api.request(
+        "POST", f"{NATIVE}/requests", json={"paths": ["/nowhere", "/new/a"]}, headers=admin.headers
+    )
+    assert response.status_code == 201, response.text
+    request_id = response.json()["id"]
+    assert files(session_factory)["/nowhere"] == ("UNRESOLVED", "default", None, NOT_FOUND_YET)
+
+    outlook = _get(admin, f"{NATIVE}/requests/{request_id}")["outlook"]
+    unknown = [w for w in outlook["waiting"] if w["code"] == "tape_unknown"]
+    assert unknown == [{"code": "tape_unknown", "files": 1, "reason": NOT_FOUND_YET, "library": None}]
+    assert f"waiting: 1 files tape_unknown: {NOT_FOUND_YET}" in outlook_lines(outlook)  # `carousel status`
+
+    cycle = site_cycle(session_factory, library, clock)
+    cycle.run_once()  # old still offline: the cycle's lookup again says the same
+    assert files(session_factory)["/nowhere"][::3] == ("UNRESOLVED", NOT_FOUND_YET)
+
+    clock.advance(60)  # old is back: the path is in neither, and fails naming both
+    step(cycle, clock, lambda: files(session_factory)["/nowhere"][0] == "FAILED")
+    status = _get(admin, f"{TAPE_REST}/stage/{request_id}")
+    failed = {f["path"]: f.get("error") for f in status["files"]}
+    assert failed["/nowhere"] == "in no library (new, old): not in the library"
+
+
+def test_a_file_of_a_library_no_longer_named_waits_for_it_saying_so(
+    admin: Bearer, library: Site, clock: ManualClock, session_factory: sessionmaker[Session]
+) -> None:
+    response = admin.api.request(
+        "POST", f"{NATIVE}/requests", json={"paths": ["/new/a", "/old/b"]}, headers=admin.headers
+    )
+    assert response.status_code == 201, response.text
+    request_id = response.json()["id"]
+    old = library.libraries.pop("old")  # an admin takes `old` out of the settings: the site is `new` alone
+    clock.advance(1)  # a read asks for a fresh projection
+
+    outlook = _get(admin, f"{NATIVE}/requests/{request_id}")["outlook"]
+    words = not_in_settings_words("old")
+    assert words.startswith("its library old is not in this service's settings: nothing reads it")
+    assert outlook["waiting"] == [
+        {"code": "library_not_in_settings", "files": 1, "reason": words, "library": "old"}
+    ]
+    assert outlook["unplanned"] == 1 and outlook["site_libraries"] == 1
+    # /new/a alone is projected, on new's T1 (old's T1 is another tape, which no cycle of this site reads)
+    assert [(e["library"], e["next_cycle"]) for e in outlook["libraries"]] == [("new", 1)]
+    assert outlook["eta"] is not None
+    # `carousel status` names no library on a site of one: the words do
+    assert f"waiting: 1 files library_not_in_settings: {words}" in outlook_lines(outlook)
+
+    cycle = site_cycle(session_factory, library, clock)  # the site's cycle: `new` alone
+    step(cycle, clock, lambda: files(session_factory)["/new/a"][0] == "STAGED")
+    for _ in range(5):
+        cycle.run_once()
+        clock.advance(60)
+    assert files(session_factory)["/old/b"][:3] == ("QUEUED", "old", "T1")  # as the words say
+
+    library.libraries["old"] = old  # named again: its cycle reads it
+    step(
+        site_cycle(session_factory, library, clock),
+        clock,
+        lambda: files(session_factory)["/old/b"][0] == "STAGED",
+    )
