@@ -7,7 +7,7 @@ estimate, read by no cycle until the library is named again."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +15,11 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.cli.outlook import outlook_lines
-from carousel.config.auth import AuthSettings
 from carousel.domain.clock import ManualClock
 from carousel.outlook.request_outlook import not_in_settings_words
 from hsm_adapters.site import Site
-from tests.integration.api.conftest import SyncApi
-from tests.integration.api.test_auth import Bearer
+from tests.integration.api.conftest import Bearer
 from tests.integration.api.test_site_media import build_site, files, site_cycle, step
-from tests.tokens import static_token
 
 NATIVE = "/api/native/v1"
 TAPE_REST = "/api/v1"
@@ -48,12 +45,6 @@ def library(
     yield site
     for adapter in adapters.values():  # one a test took out of the site too
         adapter.close()
-
-
-@pytest.fixture
-def admin(make_api: Callable[..., SyncApi]) -> Bearer:
-    token, entry = static_token("ops", admin=True)
-    return Bearer(make_api(anonymous=False, auth=AuthSettings(static_tokens=(entry,)), policy="fifo"), token)
 
 
 def _get(admin: Bearer, url: str) -> Any:
