@@ -15,7 +15,9 @@ The baseline, measured first in the same run against the same service: one clien
 With --workers 1,2 the service is `carousel api --workers N` beside one `carousel scheduler`, measured for
 each N in turn (each on a fresh database, baseline then load), and the calls per second of each N are
 printed as a ratio to the first's. Under load, the cores each kind of process used are printed too (CPU time
-from /proc: the API, the scheduler, PostgreSQL's backends of the run's database, the generator).
+from /proc: the API, the scheduler, PostgreSQL's backends of the run's database, the generator), and from them
+how the API processes themselves scale (calls a second per core they used) and what a call costs across all
+of them, with the most calls a second the machine's cores could answer at that cost.
 
 Run: .venv/bin/python -m bench.load_test [--clients 200] [--duration 60] [--baseline 10] [--workers 1,2]
 [--ramp S]
@@ -400,6 +402,27 @@ def _line(label: str, tally: Tally) -> str:
     return "\n".join(parts)
 
 
+def scaling_lines(first_label: str, first: Tally, label: str, loaded: Tally, machine_cores: int) -> list[str]:
+    """How `loaded` compares with `first`: calls a second; and, with the API apart, calls a second per core of
+    the API processes (how the processes themselves scale) and what a call costs across every measured process
+    (what the machine's cores can answer at that cost: beyond it, more processes only share the cores)."""
+    rate, first_rate = loaded.calls / loaded.elapsed_s, first.calls / first.elapsed_s
+    lines = [f"calls/s under load, {label} / {first_label}: {rate / first_rate:.2f}"]
+    if loaded.cores.get("api", 0) > 0 and first.cores.get("api", 0) > 0:
+        per_core, first_per_core = rate / loaded.cores["api"], first_rate / first.cores["api"]
+        lines.append(
+            f"calls/s per core of the API processes, {label} / {first_label}: {per_core / first_per_core:.2f}"
+            f" ({per_core:.0f} / {first_per_core:.0f})"
+        )
+        cost_s = sum(loaded.cores.values()) / rate
+        lines.append(
+            f"CPU a call across the measured processes, {label}: {cost_s * 1000:.1f} ms; at that cost this"
+            f" machine's {machine_cores} cores answer at most {machine_cores / cost_s:.0f} calls/s"
+            f" ({machine_cores / cost_s / first_rate:.2f} x {first_label})"
+        )
+    return lines
+
+
 def _seconds(text: str) -> float:
     try:
         seconds = float(text)
@@ -470,8 +493,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
     first_label, _, first = runs[0]
     for label, _, loaded in runs[1:]:
-        ratio = (loaded.calls / loaded.elapsed_s) / (first.calls / first.elapsed_s)
-        print(f"calls/s under load, {label} / {first_label}: {ratio:.2f}")
+        for line in scaling_lines(first_label, first, label, loaded, os.cpu_count() or 1):
+            print(line)
     errors = 0
     for _, baseline, loaded in runs:
         for sample in baseline.error_samples + loaded.error_samples:
