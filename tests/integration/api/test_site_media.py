@@ -75,8 +75,10 @@ def library(
     """The site the API asks (the conftest's `library`, overridden); a test's `faults` parameter gives a
     library a fault plan."""
     site = build_site(clock, tmp_path, session_factory, faults)
+    adapters = dict(site.libraries)
     yield site
-    site.close()
+    for adapter in adapters.values():  # one a test took out of the site too
+        adapter.close()
 
 
 def site_cycle(factory: sessionmaker[Session], site: Site, clock: ManualClock, **extra: Any) -> SiteCycle:

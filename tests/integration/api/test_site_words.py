@@ -7,8 +7,6 @@ estimate, read by no cycle until the library is named again."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,32 +17,11 @@ from carousel.domain.clock import ManualClock
 from carousel.outlook.request_outlook import not_in_settings_words
 from hsm_adapters.site import Site
 from tests.integration.api.conftest import Bearer
-from tests.integration.api.test_site_media import build_site, files, site_cycle, step
+from tests.integration.api.test_site_media import faults, files, library, site_cycle, step  # noqa: F401 - fixtures
 
 NATIVE = "/api/native/v1"
 TAPE_REST = "/api/v1"
 OLD_OFFLINE = {"old": {"offline_windows": [{"start_s": 0.0, "end_s": 60.0}]}}
-
-
-@pytest.fixture
-def faults() -> dict[str, dict[str, Any]]:
-    return {}
-
-
-@pytest.fixture
-def library(
-    clock: ManualClock,
-    tmp_path: Path,
-    session_factory: sessionmaker[Session],
-    faults: dict[str, dict[str, Any]],
-) -> Iterator[Site]:
-    """The site the API asks: `new` (LTO-9) and `old` (LTO-7), each with a tape T1; a test's `faults`
-    parameter gives a library a fault plan."""
-    site = build_site(clock, tmp_path, session_factory, faults)
-    adapters = dict(site.libraries)
-    yield site
-    for adapter in adapters.values():  # one a test took out of the site too
-        adapter.close()
 
 
 def _get(admin: Bearer, url: str) -> Any:
@@ -58,7 +35,10 @@ NOT_FOUND_YET = "not found yet: new: not in the library; old: the library is off
 
 @pytest.mark.parametrize("faults", [OLD_OFFLINE])
 def test_a_library_that_cannot_say_is_named_with_what_it_said(
-    admin: Bearer, library: Site, clock: ManualClock, session_factory: sessionmaker[Session]
+    admin: Bearer,
+    library: Site,  # noqa: F811 - test_site_media's fixture
+    clock: ManualClock,
+    session_factory: sessionmaker[Session],
 ) -> None:
     response = admin.api.request(
         "POST", f"{NATIVE}/requests", json={"paths": ["/nowhere", "/new/a"]}, headers=admin.headers
@@ -84,7 +64,10 @@ def test_a_library_that_cannot_say_is_named_with_what_it_said(
 
 
 def test_a_file_of_a_library_no_longer_named_waits_for_it_saying_so(
-    admin: Bearer, library: Site, clock: ManualClock, session_factory: sessionmaker[Session]
+    admin: Bearer,
+    library: Site,  # noqa: F811 - test_site_media's fixture
+    clock: ManualClock,
+    session_factory: sessionmaker[Session],
 ) -> None:
     response = admin.api.request(
         "POST", f"{NATIVE}/requests", json={"paths": ["/new/a", "/old/b"]}, headers=admin.headers
