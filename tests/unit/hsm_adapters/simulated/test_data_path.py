@@ -208,5 +208,5 @@ def test_the_adapter_describes_its_library(clock: ManualClock) -> None:
     assert 1e6 <= total < 1e7
     assert sim.describe() == (
         "simulated lto8 library (LTO-8 full height, 12 TB cartridges, 360 MB/s native): 1 drive, 2 tapes,"
-        f" 8 files, {total / 1e6:.3g} MB; clock 100x the wall clock"
+        f" 8 files, {total / 1e6:.2f} MB; clock 100x the wall clock"
     )
