@@ -14,16 +14,31 @@ from carousel.reports.table import iso
 
 
 def human_duration(seconds: float | None) -> str:
+    """Every duration on the page, one rule: rounded first, then written in one unit or two. Under 10 s to a
+    tenth ("0.4 s": a simulated library on a fast clock reads in fractions of a second, and "0 s" beside an
+    efficiency of 13.8 % would read as nothing; "< 0.1 s" when less, but not nothing), then whole seconds,
+    minutes and seconds, hours and minutes, days and hours. Rounding comes before the units are chosen, so
+    59.7 s reads "1 min 00 s", never "60 s"."""
     if seconds is None:
         return "–"
     s = max(float(seconds), 0.0)
-    if s < 60:
-        return f"{s:.0f} s"
-    if s < 3600:
-        return f"{s // 60:.0f} min {s % 60:02.0f} s"
-    if s < 86_400:
-        return f"{s // 3600:.0f} h {s % 3600 // 60:02.0f} min"
-    return f"{s // 86_400:.0f} d {s % 86_400 // 3600:.0f} h"
+    if s == 0:
+        return "0 s"
+    tenths = round(s * 10)
+    if tenths == 0:
+        return "< 0.1 s"
+    if tenths < 100:
+        return f"{tenths / 10:.1f} s"
+    whole = round(s)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    minutes = round(s / 60)
+    if minutes < 24 * 60:
+        return f"{minutes // 60} h {minutes % 60:02d} min"
+    hours = round(s / 3600)
+    return f"{hours // 24} d {hours % 24} h"
 
 
 def when(moment: datetime) -> str:
