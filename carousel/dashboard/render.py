@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from carousel.dashboard.view import Dashboard
+from carousel.dashboard.view import Dashboard, Throughput
 from carousel.domain.sizes import decimal_size
 from carousel.reports.table import iso
 
@@ -54,6 +54,13 @@ def age(since: datetime | None, now: datetime) -> str:
     return "–" if since is None else human_duration((now - since).total_seconds())
 
 
+def average_span(throughput: Throughput) -> str:
+    """The time an average rate is taken over: the last 24 h, or the history's span when it is younger."""
+    if throughput.whole_window:  # the window is whole hours: "24 h", as the cards' labels say
+        return f"{throughput.covered_s / 3600:g} h"
+    return human_duration(throughput.covered_s)
+
+
 @functools.cache
 def environment() -> Environment:
     env = Environment(
@@ -64,7 +71,7 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(bytes=decimal_size, duration=human_duration, percent=percent, iso=iso, when=when)
-    env.globals.update(age=age)
+    env.globals.update(age=age, average_span=average_span)
     return env
 
 

@@ -348,6 +348,16 @@ def mount_sessions(
     ]
 
 
+def history_began(session: Session) -> datetime | None:
+    """When the recorded tape history begins: the first mount, or the first read's end when that is earlier
+    (an adapter that reports reads but no mounts). One statement of two index look-ups (`mounts.mounted_at`,
+    `recalls.finished_at`), whatever the history's length; None before any."""
+    first_mount = select(func.min(Mount.mounted_at)).scalar_subquery()
+    first_read = select(func.min(Recall.finished_at)).scalar_subquery()
+    found = [moment for moment in session.execute(select(first_mount, first_read)).one() if moment is not None]
+    return min(found, default=None)
+
+
 # --- requests ---------------------------------------------------------------------------------------------
 
 
