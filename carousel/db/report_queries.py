@@ -354,8 +354,8 @@ def history_began(session: Session) -> datetime | None:
     `recalls.finished_at`), whatever the history's length; None before any."""
     first_mount = select(func.min(Mount.mounted_at)).scalar_subquery()
     first_read = select(func.min(Recall.finished_at)).scalar_subquery()
-    found = [moment for moment in session.execute(select(first_mount, first_read)).one() if moment is not None]
-    return min(found, default=None)
+    moments = session.execute(select(first_mount, first_read)).one()
+    return min((moment for moment in moments if moment is not None), default=None)
 
 
 # --- requests ---------------------------------------------------------------------------------------------

@@ -29,7 +29,9 @@ def record_one_read(factory: sessionmaker[Session], *, read_s: float) -> None:
     started = BEGAN + timedelta(minutes=1)
     with transaction(factory) as session:
         session.add(
-            Mount(tape="T1", drive="d1", mounted_at=BEGAN, unmounted_at=BEGAN + timedelta(minutes=10), files=1)
+            Mount(
+                tape="T1", drive="d1", mounted_at=BEGAN, unmounted_at=BEGAN + timedelta(minutes=10), files=1
+            )
         )
         session.add(
             Recall(
