@@ -4,6 +4,7 @@ policy changes."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -14,16 +15,19 @@ from carousel.db import buffer_queries
 from carousel.db.media_queries import drives_down, held_tape_statuses
 from carousel.db.overview_queries import (
     QueueCell,
+    StrandedWork,
     TapeWork,
     busiest_tapes,
     count_tapes_with_work,
     queue_by_state_and_group,
+    stranded_work,
 )
 from carousel.db.report_queries import history_began, split_drive_key
 from carousel.domain.buffer import BufferLimits, BufferUsage, admissible_bytes, epoch_s, free_bytes
+from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.media import DriveStatus, TapeStatus
 from carousel.domain.planning import LibraryCosts
-from carousel.domain.states import FILE_ACTIVE, FILE_WAITING, FileState
+from carousel.domain.states import FILE_ACTIVE, FILE_IN_FLIGHT, FILE_WAITING, FileState
 from carousel.reports.tally import Tally, tally, totals_by_key
 from carousel.reports.window import Bucket, Window, make_window
 from hsm_adapters.base import HsmAdapter
@@ -86,7 +90,9 @@ class Throughput:
 
     @property
     def covered_s(self) -> float:
-        since = self.window.since if self.covered_since is None else max(self.covered_since, self.window.since)
+        since = (
+            self.window.since if self.covered_since is None else max(self.covered_since, self.window.since)
+        )
         return max((self.window.until - since).total_seconds(), 0.0)
 
     @property
@@ -153,6 +159,9 @@ class Dashboard:
     held_tapes: list[TapeStatus] = field(default_factory=list)
     held_tapes_total: int = 0
     drives_down: list[DriveStatus] = field(default_factory=list)
+    # files of libraries the settings no longer name: shown apart, not as the running libraries' work (their
+    # drives would look idle beside it, the site stuck rather than misconfigured)
+    stranded: list[StrandedWork] = field(default_factory=list)
 
     @property
     def queued_total(self) -> int:
@@ -160,11 +169,19 @@ class Dashboard:
 
     @property
     def waiting_total(self) -> int:
-        return sum(n for state, n in self.totals.items() if state in FILE_WAITING)
+        """Files the running libraries have to read, unresolved or queued: a removed library's apart."""
+        waiting = sum(n for state, n in self.totals.items() if state in FILE_WAITING)
+        return waiting - sum(s.queued for s in self.stranded)
 
     @property
     def in_flight_total(self) -> int:
-        return self.queued_total - self.waiting_total
+        """Files claimed by the running libraries or with them."""
+        flying = sum(n for state, n in self.totals.items() if state in FILE_IN_FLIGHT)
+        return flying - sum(s.in_flight for s in self.stranded)
+
+    @property
+    def stranded_files(self) -> int:
+        return sum(s.files for s in self.stranded)
 
     @property
     def several_libraries(self) -> bool:
@@ -196,6 +213,13 @@ def _groups(cells: list[QueueCell]) -> list[GroupQueue]:
             )
         )
     return out
+
+
+def library_names(adapter: HsmAdapter) -> Collection[str]:
+    """The libraries the service runs: a site's, the settings' names (`carousel serve` makes a site of them
+    when the settings name their libraries, even one), else the one library `default`. Files whose row names
+    another wait for a library the settings no longer name."""
+    return tuple(adapter.libraries) if isinstance(adapter, Site) else (DEFAULT_LIBRARY,)
 
 
 def library_now(adapter: HsmAdapter) -> Library:
@@ -251,6 +275,7 @@ def build_dashboard(
     site: str,
     buffer: BufferLimits | None = None,
 ) -> Dashboard:
+    libraries = library_names(adapter)
     cells = queue_by_state_and_group(session)
     totals = {state: sum(c.files for c in cells if c.state is state) for state in STATES}
     held, held_total = held_tape_statuses(session, HELD_TAPES_SHOWN)
@@ -259,8 +284,8 @@ def build_dashboard(
         now=now,
         groups=_groups(cells),
         totals=totals,
-        tapes_with_work=count_tapes_with_work(session),
-        busiest_tapes=busiest_tapes(session, TAPES_SHOWN),
+        tapes_with_work=count_tapes_with_work(session, libraries),
+        busiest_tapes=busiest_tapes(session, TAPES_SHOWN, libraries),
         library=library_now(adapter),
         throughput=throughput(session, now, costs),
         policy_changes=recent_policy_changes(session, POLICY_CHANGES_SHOWN),
@@ -268,4 +293,5 @@ def build_dashboard(
         held_tapes=held,
         held_tapes_total=held_total,
         drives_down=drives_down(session),
+        stranded=stranded_work(session, libraries),
     )

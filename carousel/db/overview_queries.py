@@ -7,6 +7,7 @@ the transaction.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -57,19 +58,22 @@ class TapeWork:
     oldest_queued: datetime | None  # None when nothing is queued, only in flight
 
 
-def _has_work() -> tuple[ColumnElement[bool], ...]:
-    return (F.state.in_(values(FILE_TAPE_WORK)), F.tape.is_not(None))
+def _has_work(libraries: Collection[str] | None = None) -> tuple[ColumnElement[bool], ...]:
+    """Files queued for a tape or in flight on it (of `libraries` only, when given)."""
+    of = () if libraries is None else (F.library.in_(sorted(libraries)),)
+    return (F.state.in_(values(FILE_TAPE_WORK)), F.tape.is_not(None), *of)
 
 
-def count_tapes_with_work(session: Session) -> int:
-    """Tapes (library, tape) with any file queued or in flight."""
-    tapes = select(F.library, F.tape).where(*_has_work()).distinct().subquery()
+def count_tapes_with_work(session: Session, libraries: Collection[str] | None = None) -> int:
+    """Tapes (library, tape) with any file queued or in flight (in `libraries`, when given)."""
+    tapes = select(F.library, F.tape).where(*_has_work(libraries)).distinct().subquery()
     total: int | None = session.scalar(select(func.count()).select_from(tapes))
     return total or 0
 
 
-def busiest_tapes(session: Session, limit: int) -> list[TapeWork]:
-    """The `limit` tapes with the most queued files (then by library, label), with their files in flight."""
+def busiest_tapes(session: Session, limit: int, libraries: Collection[str] | None = None) -> list[TapeWork]:
+    """The `limit` tapes with the most queued files (then by library, label), with their files in flight (of
+    `libraries`, when given)."""
     queued = F.state == FileState.QUEUED.value
     queued_files = func.sum(case((queued, 1), else_=0))
     statement = (
@@ -81,7 +85,7 @@ def busiest_tapes(session: Session, limit: int) -> list[TapeWork]:
             func.sum(case((F.state.in_(values(FILE_IN_FLIGHT)), 1), else_=0)),
             func.min(case((queued, F.queued_at), else_=None)),
         )
-        .where(*_has_work())
+        .where(*_has_work(libraries))
         .group_by(F.library, F.tape)
         .order_by(queued_files.desc(), F.library, F.tape)
         .limit(limit)
@@ -89,4 +93,42 @@ def busiest_tapes(session: Session, limit: int) -> list[TapeWork]:
     return [
         TapeWork(str(library), str(tape), int(n), int(size), int(flying), oldest)
         for library, tape, n, size, flying, oldest in session.execute(statement)
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class StrandedWork:
+    """Files whose row names a library the settings no longer name (an admin removed it while they waited):
+    queued for it or handed over to it, they wait for nothing, since each library's cycle plans, hands over
+    and hears of its own files only (carousel.outlook.site, `library_not_in_settings`)."""
+
+    library: str
+    queued: int
+    in_flight: int  # CLAIMED or SUBMITTED when the library was removed
+    tapes: int
+
+    @property
+    def files(self) -> int:
+        return self.queued + self.in_flight
+
+
+def stranded_work(session: Session, libraries: Collection[str]) -> list[StrandedWork]:
+    """Per library not in `libraries`, its files queued or in flight and their tapes: one grouped statement.
+    Files not looked up yet (UNRESOLVED, their row naming `default` until then) are not stranded: the lookup
+    chooses their library."""
+    queued = F.state == FileState.QUEUED.value
+    statement = (
+        select(
+            F.library,
+            func.sum(case((queued, 1), else_=0)),
+            func.sum(case((F.state.in_(values(FILE_IN_FLIGHT)), 1), else_=0)),
+            func.count(func.distinct(F.tape)),
+        )
+        .where(*_has_work(), F.library.not_in(sorted(libraries)))
+        .group_by(F.library)
+        .order_by(F.library)
+    )
+    return [
+        StrandedWork(str(library), int(n), int(flying), int(tapes))
+        for library, n, flying, tapes in session.execute(statement)
     ]

@@ -1,5 +1,6 @@
-"""The dashboard of a site of several libraries, on both databases: each library's description (its clock
-scale) is on the page."""
+"""The dashboard of a site of several libraries and of files a removed library left behind, on both
+databases: each library's description (its clock scale) is on the page; files whose row names a library the
+settings no longer name are said to wait for it, and are not counted as the running libraries' work."""
 
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.dashboard.render import render_dashboard
 from carousel.dashboard.view import Dashboard, build_dashboard
+from carousel.db.overview_queries import StrandedWork
 from carousel.domain.clock import ManualClock
+from carousel.domain.states import FileState
 from hsm_adapters.base import HsmAdapter
 from hsm_adapters.simulated.adapter import build_simulated_adapter
 from hsm_adapters.site import Site
 from tests.conftest import EPOCH
 from tests.integration.reports.test_dashboard_buffer import OfflineAdapter
+from tests.integration.scheduler.rows import add_request, queued
 
 NOW = EPOCH + timedelta(minutes=5)
 CATALOGUE = {
@@ -46,9 +50,57 @@ def view(factory: sessionmaker[Session], adapter: HsmAdapter | OfflineAdapter) -
         return build_dashboard(session, adapter, NOW, None, site="t")  # type: ignore[arg-type]
 
 
+def add_files(factory: sessionmaker[Session], library: str, tape: str, states: list[FileState]) -> None:
+    rows = [queued(f"/{library}/{tape}/{n}", tape, n, EPOCH, state=state) for n, state in enumerate(states)]
+    for row in rows:
+        row.library = library
+    add_request(factory, rows, EPOCH)
+
+
 def test_each_library_of_a_site_is_described(session_factory: sessionmaker[Session], site: Site) -> None:
     html = render_dashboard(view(session_factory, site), refresh_s=60)
     for name, scale in (("a", "50x"), ("b", "100x")):
         description = site.libraries[name].describe()  # type: ignore[attr-defined]
         assert f"clock {scale} the wall clock" in description
         assert f'id="library-description-{name}">{name}: {description}<' in html
+
+
+def test_files_of_a_library_not_in_the_settings_are_said_to_wait_for_it(
+    session_factory: sessionmaker[Session],
+) -> None:
+    """A site of one library (`default`) whose queue still holds files of `b`, an admin's removed library."""
+    add_files(session_factory, "default", "A1", [FileState.QUEUED, FileState.QUEUED])
+    add_files(session_factory, "default", "A2", [FileState.SUBMITTED])
+    add_files(session_factory, "b", "B1", [FileState.QUEUED] * 3)
+    add_files(session_factory, "b", "B2", [FileState.SUBMITTED])
+    unresolved = queued("/later", "A1", 0, EPOCH, state=FileState.UNRESOLVED)
+    unresolved.tape = None  # not looked up yet: its row names `default` until the lookup chooses
+    add_request(session_factory, [unresolved], EPOCH)
+
+    dashboard = view(session_factory, OfflineAdapter())
+    assert dashboard.stranded == [StrandedWork("b", queued=3, in_flight=1, tapes=2)]
+    # the running library's work only: its drives idle beside b's files would look stuck
+    assert (dashboard.waiting_total, dashboard.in_flight_total, dashboard.tapes_with_work) == (3, 1, 2)
+    assert [(t.library, t.tape) for t in dashboard.busiest_tapes] == [("default", "A1"), ("default", "A2")]
+    # the queue by group still holds every file not yet ended: it is the groups' view
+    assert dashboard.queued_total == 8
+
+    html = render_dashboard(dashboard, refresh_s=60)
+    warning = html[html.index('id="not-in-settings"') :]
+    assert "4 files wait for library b, which is not in the settings: name it again or cancel them" in warning
+    assert "3 queued, 1 handed over before it was removed, on 2 tapes" in warning
+    assert 'data-tape="B1"' not in html and 'data-tape="A1"' in html
+    assert "3 more of libraries not in the settings" in html  # beside the files waiting
+
+
+def test_on_a_site_the_files_of_a_library_it_lacks_are_apart(
+    session_factory: sessionmaker[Session], site: Site
+) -> None:
+    add_files(session_factory, "a", "T1", [FileState.QUEUED])
+    add_files(session_factory, "b", "T1", [FileState.QUEUED])  # the same tape ID in b: another tape
+    add_files(session_factory, "c", "T9", [FileState.CLAIMED])  # c is in no setting
+    dashboard = view(session_factory, site)
+    assert dashboard.stranded == [StrandedWork("c", queued=0, in_flight=1, tapes=1)]
+    assert (dashboard.waiting_total, dashboard.in_flight_total, dashboard.tapes_with_work) == (2, 0, 2)
+    html = render_dashboard(dashboard, refresh_s=60)
+    assert "1 file waits for library c, which is not in the settings" in html
