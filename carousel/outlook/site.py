@@ -19,7 +19,6 @@ from sqlalchemy.orm import Session, sessionmaker
 from carousel.config import Settings
 from carousel.domain.buffer import after_claims
 from carousel.domain.clock import Clock
-from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.planning import Plan, Snapshot
 from carousel.domain.queue import RequestWork
 from carousel.outlook.projection import Projection, project
@@ -34,7 +33,7 @@ from carousel.outlook.request_outlook import (
 from carousel.scheduler.live_snapshot import live_buffer, live_queue_store, live_snapshot
 from carousel.scheduler.site_cycle import site_weights
 from hsm_adapters.base import HsmAdapter
-from hsm_adapters.site import Site
+from hsm_adapters.site import site_adapters
 from policies.base import Policy
 
 _NONE_PLACED = "none of its files is in the outlook yet"
@@ -77,13 +76,6 @@ class SiteProjection:
         return "; ".join(notes) or None
 
 
-def site_adapters(adapter: HsmAdapter) -> dict[str, HsmAdapter]:
-    """The libraries behind the adapter a process holds: a site's, or the one library `default`."""
-    if isinstance(adapter, Site):
-        return dict(adapter.libraries)
-    return {DEFAULT_LIBRARY: adapter}
-
-
 def site_snapshots(
     settings: Settings, session_factory: sessionmaker[Session], adapter: HsmAdapter, clock: Clock
 ) -> dict[str, Snapshot]:
@@ -91,7 +83,7 @@ def site_snapshots(
     usage in reference drive-seconds. A site of one library: its queue, which is the whole queue unless
     files of a library the settings no longer name wait there (its cycle reads none of them)."""
     adapters = site_adapters(adapter)
-    buffer = live_buffer(settings, session_factory)
+    buffer = live_buffer(settings, session_factory, adapters)
     if len(adapters) == 1:
         name, only = next(iter(adapters.items()))
         store = live_queue_store(settings, session_factory, library=name)
