@@ -10,7 +10,7 @@ settings no longer name wait apart, naming it (`library_not_in_settings`): no cy
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -27,6 +27,7 @@ from carousel.outlook.request_outlook import (
     LibraryOutlook,
     RequestOutlook,
     WaitReason,
+    absent_libraries_note,
     not_in_settings_words,
     request_outlook,
 )
@@ -169,7 +170,10 @@ def site_request_outlook(
     ahead = [o.files_ahead for o in outlooks if o.files_ahead is not None]
     unplanned = sum(o.unplanned for o in outlooks)
     note = None
-    if not etas and pending:
+    absent = _only_absent_libraries(per_library, outlooks)
+    if not etas and pending and absent:
+        note = absent_libraries_note(absent)  # not "yet": nothing places them while the settings stay so
+    elif not etas and pending:
         notes = (f"library {e.library}: {e.outlook.note}" for e in per_library if e.outlook.note is not None)
         note = next(notes, _NONE_PLACED)
     elif unplanned:
@@ -190,6 +194,17 @@ def site_request_outlook(
         libraries=per_library,
         site_libraries=len(site.libraries),
     )
+
+
+def _only_absent_libraries(
+    per_library: Sequence[LibraryOutlook], outlooks: Sequence[RequestOutlook]
+) -> list[str]:
+    """The libraries the settings do not name that every pending file of the request waits for, when all
+    of them do (none in a library of the site, none not looked up yet); else none."""
+    reasons = [w for o in outlooks for w in o.waiting]
+    if per_library or not reasons or any(w.code != LIBRARY_NOT_IN_SETTINGS for w in reasons):
+        return []
+    return sorted({w.library for w in reasons if w.library is not None})
 
 
 def _stranded(work: RequestWork) -> int:
