@@ -14,7 +14,7 @@ import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from carousel.domain.libraries import CopyEstimate, copy_wait_s, soonest_copy
+from carousel.domain.libraries import DEFAULT_LIBRARY, CopyEstimate, copy_wait_s, soonest_copy
 from carousel.domain.media import TapeState
 from carousel.domain.planning import LibraryCosts
 from hsm_adapters.base import (
@@ -268,3 +268,10 @@ def _health(adapter: HsmAdapter) -> Health:
         return adapter.health()
     except Exception:
         return Health.OFFLINE
+
+
+def site_adapters(adapter: HsmAdapter) -> dict[str, HsmAdapter]:
+    """The libraries behind the adapter a process holds: a site's, or the one library `default`."""
+    if isinstance(adapter, Site):
+        return dict(adapter.libraries)
+    return {DEFAULT_LIBRARY: adapter}

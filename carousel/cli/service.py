@@ -28,6 +28,7 @@ from carousel.api.http_server import OPEN_FILES_RESERVE, open_files_for, server_
 from carousel.buffer.layout import BufferLayout, BufferUnwritable
 from carousel.cli.console import CliFailure, err, out
 from carousel.cli.metrics_files import metrics_directory
+from carousel.cli.strays import warn_of_strays
 from carousel.cli.workers import run_workers
 from carousel.config import Settings, buffer_directory
 from carousel.config.libraries import build_libraries, libraries_of
@@ -262,6 +263,7 @@ def serve_http(parts: Parts, *, with_scheduler: bool) -> None:
             f"carousel {what} listening on {base}{processes} (Tape REST: {base}/api/v1, docs: {base}/docs)"
         )
         out.print(f"library: {_describe_library(parts)}", soft_wrap=True)
+        _print_strays(parts)
         out.print(f"database: {printable_url(settings.database_url)}")
         out.print(_describe_buffer(settings), soft_wrap=True)
         if settings.anonymous:
@@ -319,6 +321,7 @@ def run_scheduler(settings: Settings, *, once: bool) -> None:
     with service_parts(settings) as parts:
         cycle, runner = _cycle(parts)
         out.print(f"library: {_describe_library(parts)}", soft_wrap=True)
+        _print_strays(parts)
         if once:
             _print_cycle(cycle.run_once())
             cycle.close()
@@ -349,6 +352,13 @@ def _describe_library(parts: Parts) -> str:
     if len(parts.libraries) == 1:
         return described(*next(iter(parts.libraries.items())))
     return "; ".join(f"{name}: {described(name, a)}" for name, a in parts.libraries.items())
+
+
+def _print_strays(parts: Parts) -> None:
+    """Beside the libraries, each one the settings no longer name that files still wait for (and a WARNING
+    in the log for each)."""
+    for line in warn_of_strays(parts.session_factory, parts.libraries):
+        out.print(line, soft_wrap=True)
 
 
 def _scheduler_metrics(parts: Parts) -> Callable[[], None]:

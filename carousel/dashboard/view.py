@@ -31,7 +31,7 @@ from carousel.domain.states import FILE_ACTIVE, FILE_IN_FLIGHT, FILE_WAITING, Fi
 from carousel.reports.tally import Tally, tally, totals_by_key
 from carousel.reports.window import Bucket, Window, make_window
 from hsm_adapters.base import HsmAdapter
-from hsm_adapters.site import Site
+from hsm_adapters.site import Site, site_adapters
 
 RECENT = timedelta(days=1)
 TAPES_SHOWN = 12
@@ -257,10 +257,13 @@ def throughput(session: Session, now: datetime, costs: LibraryCosts | None) -> T
     return Throughput(window=window, total=total, drives=lines, transfer_s=transfer, covered_since=began)
 
 
-def buffer_panel(session: Session, limits: BufferLimits, now: datetime) -> BufferPanel:
+def buffer_panel(
+    session: Session, limits: BufferLimits, now: datetime, libraries: Collection[str]
+) -> BufferPanel:
+    """`libraries`: the site's, whose files in flight reserve room (as the cycle counts them)."""
     return BufferPanel(
         limits=limits,
-        usage=buffer_queries.usage(session, epoch_s(now)),
+        usage=buffer_queries.usage(session, epoch_s(now), libraries),
         files_on_disk=buffer_queries.files_on_disk(session),
         smallest_queued=buffer_queries.smallest_queued_bytes(session),
     )
@@ -289,7 +292,7 @@ def build_dashboard(
         library=library_now(adapter),
         throughput=throughput(session, now, costs),
         policy_changes=recent_policy_changes(session, POLICY_CHANGES_SHOWN),
-        buffer=buffer_panel(session, buffer, now) if buffer is not None else None,
+        buffer=buffer_panel(session, buffer, now, site_adapters(adapter)) if buffer is not None else None,
         held_tapes=held,
         held_tapes_total=held_total,
         drives_down=drives_down(session),

@@ -7,7 +7,7 @@ after now. Callers own the transaction; nothing here commits.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import NamedTuple, cast
 
@@ -185,14 +185,18 @@ def forget_copies_outside_buffer(session: Session) -> int:
     return int(result.rowcount)  # type: ignore[attr-defined]
 
 
-def usage(session: Session, now_s: int) -> BufferUsage:
-    """Bytes in the buffer, pinned among them, and reserved for files in flight."""
+def usage(session: Session, now_s: int, libraries: Collection[str]) -> BufferUsage:
+    """Bytes in the buffer, pinned among them, and reserved for files in flight in `libraries` (the site's,
+    as the settings name them). A file in flight in a library the settings no longer name holds no room: no
+    cycle hears of it, so its bytes cannot arrive; it is handed over again, and counts again, once that
+    library is named again."""
     size = func.coalesce(func.sum(FILES.c.size_bytes), 0)
     on_disk = FILES.c.disk_used_at.is_not(None)
     total = session.scalar(select(size).where(on_disk)) or 0
     held = session.scalar(select(size).where(on_disk, pinned(now_s))) or 0
     in_flight = FILES.c.state.in_(sorted(s.value for s in FILE_IN_FLIGHT))
-    reserved = session.scalar(select(size).where(in_flight)) or 0
+    named = FILES.c.library.in_(sorted(libraries))
+    reserved = session.scalar(select(size).where(in_flight, named)) or 0
     return BufferUsage(int(total), int(held), int(reserved))
 
 

@@ -20,6 +20,7 @@ from carousel.outlook.shared import SharedProjection
 from carousel.outlook.site import SiteProjection, site_request_outlook
 from carousel.scheduler.live_snapshot import live_buffer, live_queue_store, live_snapshot
 from hsm_adapters.base import HsmAdapter
+from hsm_adapters.site import site_adapters
 from policies.base import Policy
 
 log = structlog.get_logger(__name__)
@@ -34,7 +35,8 @@ def live_projection(
 ) -> Projection:
     """The live queue projected under `policy`, now (what the dry run does for the active policy)."""
     store = live_queue_store(settings, session_factory, library=None)  # every library of the site
-    snapshot = live_snapshot(store, adapter, clock, buffer=live_buffer(settings, session_factory))
+    buffer = live_buffer(settings, session_factory, site_adapters(adapter))
+    snapshot = live_snapshot(store, adapter, clock, buffer=buffer)
     return project(snapshot, policy.plan)
 
 

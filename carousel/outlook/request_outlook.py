@@ -16,6 +16,7 @@ files per tape (`carousel.domain.queue.RequestWork`):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -45,6 +46,17 @@ def not_in_settings_words(library: str) -> str:
     return (
         f"its library {library} is not in this service's settings: nothing reads it nor hears of it, out of"
         " the estimate, until an admin names that library again (or it is cancelled)"
+    )
+
+
+def absent_libraries_note(libraries: Sequence[str]) -> str:
+    """The outlook's note when every pending file of a request waits for a library the settings no longer
+    name: nothing places them by itself, so the note says what would (not "yet")."""
+    one = len(libraries) == 1
+    which = f"library {libraries[0]}" if one else f"libraries {', '.join(libraries)}"
+    return (
+        f"its files wait for {which}, not in this service's settings: none is in the outlook until an admin"
+        f" names {'it' if one else 'them'} again (or they are cancelled)"
     )
 
 

@@ -10,7 +10,7 @@ settings no longer name wait apart, naming it (`library_not_in_settings`): no cy
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -19,7 +19,6 @@ from sqlalchemy.orm import Session, sessionmaker
 from carousel.config import Settings
 from carousel.domain.buffer import after_claims
 from carousel.domain.clock import Clock
-from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.planning import Plan, Snapshot
 from carousel.domain.queue import RequestWork
 from carousel.outlook.projection import Projection, project
@@ -28,13 +27,14 @@ from carousel.outlook.request_outlook import (
     LibraryOutlook,
     RequestOutlook,
     WaitReason,
+    absent_libraries_note,
     not_in_settings_words,
     request_outlook,
 )
 from carousel.scheduler.live_snapshot import live_buffer, live_queue_store, live_snapshot
 from carousel.scheduler.site_cycle import site_weights
 from hsm_adapters.base import HsmAdapter
-from hsm_adapters.site import Site
+from hsm_adapters.site import site_adapters
 from policies.base import Policy
 
 _NONE_PLACED = "none of its files is in the outlook yet"
@@ -77,13 +77,6 @@ class SiteProjection:
         return "; ".join(notes) or None
 
 
-def site_adapters(adapter: HsmAdapter) -> dict[str, HsmAdapter]:
-    """The libraries behind the adapter a process holds: a site's, or the one library `default`."""
-    if isinstance(adapter, Site):
-        return dict(adapter.libraries)
-    return {DEFAULT_LIBRARY: adapter}
-
-
 def site_snapshots(
     settings: Settings, session_factory: sessionmaker[Session], adapter: HsmAdapter, clock: Clock
 ) -> dict[str, Snapshot]:
@@ -91,7 +84,7 @@ def site_snapshots(
     usage in reference drive-seconds. A site of one library: its queue, which is the whole queue unless
     files of a library the settings no longer name wait there (its cycle reads none of them)."""
     adapters = site_adapters(adapter)
-    buffer = live_buffer(settings, session_factory)
+    buffer = live_buffer(settings, session_factory, adapters)
     if len(adapters) == 1:
         name, only = next(iter(adapters.items()))
         store = live_queue_store(settings, session_factory, library=name)
@@ -177,7 +170,10 @@ def site_request_outlook(
     ahead = [o.files_ahead for o in outlooks if o.files_ahead is not None]
     unplanned = sum(o.unplanned for o in outlooks)
     note = None
-    if not etas and pending:
+    absent = _only_absent_libraries(per_library, outlooks)
+    if not etas and pending and absent:
+        note = absent_libraries_note(absent)  # not "yet": nothing places them while the settings stay so
+    elif not etas and pending:
         notes = (f"library {e.library}: {e.outlook.note}" for e in per_library if e.outlook.note is not None)
         note = next(notes, _NONE_PLACED)
     elif unplanned:
@@ -198,6 +194,17 @@ def site_request_outlook(
         libraries=per_library,
         site_libraries=len(site.libraries),
     )
+
+
+def _only_absent_libraries(
+    per_library: Sequence[LibraryOutlook], outlooks: Sequence[RequestOutlook]
+) -> list[str]:
+    """The libraries the settings do not name that every pending file of the request waits for, when all
+    of them do (none in a library of the site, none not looked up yet); else none."""
+    reasons = [w for o in outlooks for w in o.waiting]
+    if per_library or not reasons or any(w.code != LIBRARY_NOT_IN_SETTINGS for w in reasons):
+        return []
+    return sorted({w.library for w in reasons if w.library is not None})
 
 
 def _stranded(work: RequestWork) -> int:

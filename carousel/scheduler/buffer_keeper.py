@@ -9,6 +9,7 @@ are gone (carousel.scheduler.eviction_notice).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Protocol
 
@@ -43,9 +44,13 @@ class BufferKeeper(BufferGauge, Protocol):
 class DatabaseBufferGauge:
     """The service's buffer read from the database, for snapshots that only look (the outlook, dry runs)."""
 
-    def __init__(self, limits: BufferLimits, session_factory: sessionmaker[Session]) -> None:
+    def __init__(
+        self, limits: BufferLimits, session_factory: sessionmaker[Session], libraries: Collection[str]
+    ) -> None:
+        """`libraries`: the site's, whose files in flight reserve room (carousel.db.buffer_queries.usage)."""
         self._limits = limits
         self.session_factory = session_factory
+        self.libraries = frozenset(libraries)
 
     @property
     def limits(self) -> BufferLimits:
@@ -53,4 +58,4 @@ class DatabaseBufferGauge:
 
     def usage(self, now: datetime) -> BufferUsage:
         with transaction(self.session_factory) as session:
-            return buffer_queries.usage(session, epoch_s(now))
+            return buffer_queries.usage(session, epoch_s(now), self.libraries)

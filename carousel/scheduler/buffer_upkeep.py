@@ -145,7 +145,11 @@ class LiveBuffer:
         return self._limits
 
     def usage(self, now: datetime) -> BufferUsage:
-        return run_transaction(self.upkeep.session_factory, lambda session: q.usage(session, epoch_s(now)))
+        # the site's libraries: files in flight in one the settings no longer name reserve no room
+        libraries = self.upkeep.libraries
+        return run_transaction(
+            self.upkeep.session_factory, lambda session: q.usage(session, epoch_s(now), libraries)
+        )
 
     def evict(self, bytes_needed: int, now: datetime) -> list[Evicted]:
         gone: list[q.OnDisk] = []

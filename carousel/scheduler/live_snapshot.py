@@ -8,7 +8,7 @@ cycle can report it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -67,11 +67,14 @@ def live_queue_store(
     )
 
 
-def live_buffer(settings: Settings, session_factory: sessionmaker[Session]) -> BufferGauge | None:
-    """The disk buffer as the outlook and the dry run see it (None: the buffer is off)."""
+def live_buffer(
+    settings: Settings, session_factory: sessionmaker[Session], libraries: Collection[str]
+) -> BufferGauge | None:
+    """The disk buffer as the outlook and the dry run see it (None: the buffer is off); `libraries`: the
+    site's, whose files in flight reserve room as the cycle counts them."""
     if not settings.buffer.enabled:
         return None
-    return DatabaseBufferGauge(settings.buffer.limits(), session_factory)
+    return DatabaseBufferGauge(settings.buffer.limits(), session_factory, libraries)
 
 
 def live_snapshot(

@@ -10,6 +10,12 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from carousel.cli.app import app
+from carousel.cli.strays import WHAT_TO_DO
+from carousel.db.engine import make_engine, make_session_factory
+from carousel.domain.states import FileState
+from tests.conftest import EPOCH
+from tests.integration.scheduler.rows import add_request
+from tests.integration.scheduler.rows import queued as queued_row
 
 runner = CliRunner()
 
@@ -97,3 +103,52 @@ def test_the_library_s_files_of_a_site_each_library_in_turn_or_one(
     code, out, err = _run(tmp_path, sqlite_template, SITE, "library", "files", "--tape", "T99999")
     assert (code, out) == (2, "")
     assert err == "carousel: --tape T99999: no such cartridge in the library\n"
+
+
+def _add_files_of(database: Path, library: str, queued: int, in_flight: int) -> None:
+    engine = make_engine(f"sqlite:///{database}")
+    try:
+        rows = [
+            queued_row(
+                f"/{library}/{n}",
+                "T1",
+                n,
+                EPOCH,
+                state=FileState.QUEUED if n < queued else FileState.SUBMITTED,
+            )
+            for n in range(queued + in_flight)
+        ]
+        for row in rows:
+            row.library = library
+        add_request(make_session_factory(engine), rows, EPOCH)
+    finally:
+        engine.dispose()
+
+
+def test_the_start_warns_of_each_library_taken_out_of_the_settings_that_files_wait_for(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    """Files of `gone` (3 queued, 1 handed over) and of `lost` (1 queued), libraries the settings no longer
+    name: the banner and the log name each with its files and what to do; `old`, still named, is not named."""
+    database = tmp_path / "site.sqlite3"
+    database.write_bytes(sqlite_template.read_bytes())
+    _add_files_of(database, "gone", 3, 1)
+    _add_files_of(database, "lost", 1, 0)
+    _add_files_of(database, "old", 2, 0)
+    config = tmp_path / "carousel.toml"
+    config.write_text(SITE)
+    env = {"CAROUSEL_DATABASE_URL": f"sqlite:///{database}", "CAROUSEL_CONFIG": str(config)}
+    for _ in range(2):  # the changes not folded yet, then (the cycle folded them) the tape queues
+        result = runner.invoke(app, ["scheduler", "--once"], env=env)
+        assert result.exit_code == 0, result.stderr
+        warnings = [line for line in result.stdout.splitlines() if line.startswith("warning: ")]
+        assert warnings == [
+            f"warning: library gone is not in the settings, but 4 files wait for it (3 queued, 1 in flight):"
+            f" no cycle reads them; {WHAT_TO_DO}",
+            f"warning: library lost is not in the settings, but 1 file waits for it (1 queued, 0 in flight):"
+            f" no cycle reads them; {WHAT_TO_DO}",
+        ]
+        logged = [line for line in result.stderr.splitlines() if "the settings do not name" in line]
+        assert len(logged) == 2 and "WARN" in logged[0].upper()
+        assert "library=gone" in logged[0] and "queued=3" in logged[0] and "in_flight=1" in logged[0]
+        assert "library=lost" in logged[1] and "queued=1" in logged[1] and "in_flight=0" in logged[1]

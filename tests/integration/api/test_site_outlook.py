@@ -114,7 +114,7 @@ def test_a_request_in_one_library_of_a_site_of_two_is_told_its_library_by_carous
     assert outlook["site_libraries"] == 2 and [e["library"] for e in outlook["libraries"]] == ["slow"]
     lines = outlook_lines(outlook)  # what `carousel status` prints of it
     assert any(line.startswith("library slow: 0 files ahead, eta ") for line in lines)
-    assert any(line.startswith("waiting (library slow): 1 files not_worth_mounting_yet: ") for line in lines)
+    assert any(line.startswith("waiting (library slow): 1 file not_worth_mounting_yet: ") for line in lines)
 
 
 def test_the_dry_run_reports_each_library_and_the_site(admin: Bearer) -> None:

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.cli.outlook import outlook_lines
 from carousel.domain.clock import ManualClock
-from carousel.outlook.request_outlook import not_in_settings_words
+from carousel.outlook.request_outlook import absent_libraries_note, not_in_settings_words
 from hsm_adapters.site import Site
 from tests.integration.api.conftest import Bearer
 from tests.integration.api.test_site_media import faults, files, library, site_cycle, step  # noqa: F401 - fixtures
@@ -50,7 +50,7 @@ def test_a_library_that_cannot_say_is_named_with_what_it_said(
     outlook = _get(admin, f"{NATIVE}/requests/{request_id}")["outlook"]
     unknown = [w for w in outlook["waiting"] if w["code"] == "tape_unknown"]
     assert unknown == [{"code": "tape_unknown", "files": 1, "reason": NOT_FOUND_YET, "library": None}]
-    assert f"waiting: 1 files tape_unknown: {NOT_FOUND_YET}" in outlook_lines(outlook)  # `carousel status`
+    assert f"waiting: 1 file tape_unknown: {NOT_FOUND_YET}" in outlook_lines(outlook)  # `carousel status`
 
     cycle = site_cycle(session_factory, library, clock)
     cycle.run_once()  # old still offline: the cycle's lookup again says the same
@@ -74,6 +74,11 @@ def test_a_file_of_a_library_no_longer_named_waits_for_it_saying_so(
     )
     assert response.status_code == 201, response.text
     request_id = response.json()["id"]
+    response = admin.api.request(
+        "POST", f"{NATIVE}/requests", json={"paths": ["/old/b"]}, headers=admin.headers
+    )
+    assert response.status_code == 201, response.text
+    only_old = response.json()["id"]
     old = library.libraries.pop("old")  # an admin takes `old` out of the settings: the site is `new` alone
     clock.advance(1)  # a read asks for a fresh projection
 
@@ -88,7 +93,15 @@ def test_a_file_of_a_library_no_longer_named_waits_for_it_saying_so(
     assert [(e["library"], e["next_cycle"]) for e in outlook["libraries"]] == [("new", 1)]
     assert outlook["eta"] is not None
     # `carousel status` names no library on a site of one: the words do
-    assert f"waiting: 1 files library_not_in_settings: {words}" in outlook_lines(outlook)
+    assert f"waiting: 1 file library_not_in_settings: {words}" in outlook_lines(outlook)
+
+    # a request of `old`'s files alone: not placed, and not "yet" (nothing places them by itself)
+    outlook = _get(admin, f"{NATIVE}/requests/{only_old}")["outlook"]
+    assert outlook["position"] is None and outlook["eta"] is None
+    assert outlook["note"] == absent_libraries_note(["old"])
+    lines = outlook_lines(outlook)
+    assert lines[0] == "position: none while its library old is not in this service's settings"
+    assert not any("yet" in line for line in lines if not line.startswith("waiting"))
 
     cycle = site_cycle(session_factory, library, clock)  # the site's cycle: `new` alone
     step(cycle, clock, lambda: files(session_factory)["/new/a"][0] == "STAGED")

@@ -10,7 +10,12 @@ from dataclasses import replace
 from carousel.domain.buffer import BUFFER_FULL, BufferView
 from carousel.domain.queue import RequestWork
 from carousel.outlook.projection import project
-from carousel.outlook.request_outlook import LIBRARY_NOT_IN_SETTINGS, TAPE_UNKNOWN, not_in_settings_words
+from carousel.outlook.request_outlook import (
+    LIBRARY_NOT_IN_SETTINGS,
+    TAPE_UNKNOWN,
+    absent_libraries_note,
+    not_in_settings_words,
+)
 from carousel.outlook.site import SiteProjection, project_snapshots, site_request_outlook
 from policies.base import Policy
 from policies.registry import build_policy
@@ -142,3 +147,23 @@ def test_without_a_buffer_or_with_one_library_each_projection_is_its_own() -> No
     alone = replace(b, buffer=_room(50 * MB))  # one library: its own room, as it always was
     only = project_snapshots({"b": alone}, _fifo)
     assert only.libraries["b"].tapes["B1"] == project(alone, _fifo().plan).tapes["B1"]
+
+
+def test_files_only_of_libraries_no_longer_named_are_not_said_to_be_placed_yet() -> None:
+    site = two_libraries()
+    one = SiteProjection(T0, {"a": site.libraries["a"]})  # `b` taken out of the settings
+    only_b = RequestWork(queued={"T1": 3}, libraries={"b": RequestWork(queued={"T1": 3})})
+
+    outlook = site_request_outlook(one, only_b)
+
+    assert outlook.eta is None and outlook.files_ahead is None
+    assert outlook.note == absent_libraries_note(["b"])
+    assert "yet" not in (outlook.note or "") and "names it again" in (outlook.note or "")
+    # on a site of several, two libraries gone
+    gone = RequestWork(libraries={"x": RequestWork(queued={"X": 1}), "y": RequestWork(in_flight={"Y": 2})})
+    outlook = site_request_outlook(two_libraries(), gone)
+    assert outlook.note == absent_libraries_note(["x", "y"])
+    assert outlook.note.startswith("its files wait for libraries x, y, not in this service's settings")
+    # with a file not looked up yet beside them, the lookup may place it: "yet" again
+    mixed = RequestWork(libraries={**gone.libraries, "default": RequestWork(tape_unknown=1)})
+    assert site_request_outlook(two_libraries(), mixed).note == "none of its files is in the outlook yet"
