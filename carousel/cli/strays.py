@@ -6,49 +6,35 @@ library taken out of the settings"). One WARNING per such library in the log, an
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
 
 import structlog
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.db.engine import transaction
-from carousel.db.library_queries import waiting_outside
+from carousel.db.library_queries import StrandedWork, waiting_outside
 
 log = structlog.get_logger(__name__)
 
 WHAT_TO_DO = "name it again in the setting `libraries`, or cancel the requests of its files"
 
 
-@dataclass(frozen=True, slots=True)
-class StrayLibrary:
-    """A library the settings do not name whose files wait: queued, or claimed or handed to it before."""
-
-    name: str
-    queued: int
-    in_flight: int
-
-    @property
-    def files(self) -> int:
-        return self.queued + self.in_flight
-
-    def words(self) -> str:
-        return (
-            f"library {self.name} is not in the settings, but {files_word(self.files)}"
-            f" {'waits' if self.files == 1 else 'wait'} for it"
-            f" ({self.queued} queued, {self.in_flight} in flight): no cycle reads them; {WHAT_TO_DO}"
-        )
+def stray_words(stray: StrandedWork) -> str:
+    return (
+        f"library {stray.library} is not in the settings, but {files_word(stray.files)}"
+        f" {'waits' if stray.files == 1 else 'wait'} for it"
+        f" ({stray.queued} queued, {stray.in_flight} in flight): no cycle reads them; {WHAT_TO_DO}"
+    )
 
 
 def files_word(count: int) -> str:
     return f"{count} file" if count == 1 else f"{count} files"
 
 
-def stray_libraries(session_factory: sessionmaker[Session], named: Collection[str]) -> list[StrayLibrary]:
+def stray_libraries(session_factory: sessionmaker[Session], named: Collection[str]) -> list[StrandedWork]:
     """The libraries outside `named` that files wait for, by name."""
     with transaction(session_factory) as session:
-        counts = waiting_outside(session, named)
-    return [StrayLibrary(name, queued, in_flight) for name, (queued, in_flight) in counts.items()]
+        return waiting_outside(session, named)
 
 
 def warn_of_strays(session_factory: sessionmaker[Session], named: Collection[str]) -> list[str]:
@@ -62,9 +48,9 @@ def warn_of_strays(session_factory: sessionmaker[Session], named: Collection[str
     for stray in strays:
         log.warning(
             "files wait for a library the settings do not name",
-            library=stray.name,
+            library=stray.library,
             queued=stray.queued,
             in_flight=stray.in_flight,
             what_to_do=WHAT_TO_DO,
         )
-    return [f"warning: {stray.words()}" for stray in strays]
+    return [f"warning: {stray_words(stray)}" for stray in strays]

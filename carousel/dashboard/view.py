@@ -12,15 +12,14 @@ from sqlalchemy.orm import Session
 
 from carousel.dashboard.policy_changes import PolicyChange, recent_policy_changes
 from carousel.db import buffer_queries
+from carousel.db.library_queries import StrandedWork, waiting_outside
 from carousel.db.media_queries import drives_down, held_tape_statuses
 from carousel.db.overview_queries import (
     QueueCell,
-    StrandedWork,
     TapeWork,
     busiest_tapes,
     count_tapes_with_work,
     queue_by_state_and_group,
-    stranded_work,
 )
 from carousel.db.report_queries import history_began, split_drive_key
 from carousel.domain.buffer import BufferLimits, BufferUsage, admissible_bytes, epoch_s, free_bytes
@@ -296,5 +295,5 @@ def build_dashboard(
         held_tapes=held,
         held_tapes_total=held_total,
         drives_down=drives_down(session),
-        stranded=stranded_work(session, libraries),
+        stranded=waiting_outside(session, libraries),
     )

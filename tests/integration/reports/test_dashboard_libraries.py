@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.dashboard.render import render_dashboard
 from carousel.dashboard.view import Dashboard, build_dashboard
-from carousel.db.overview_queries import StrandedWork
+from carousel.db.library_queries import StrandedWork
 from carousel.domain.clock import ManualClock
 from carousel.domain.states import FileState
 from hsm_adapters.base import HsmAdapter
