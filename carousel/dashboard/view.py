@@ -264,7 +264,7 @@ def buffer_panel(
         limits=limits,
         usage=buffer_queries.usage(session, epoch_s(now), libraries),
         files_on_disk=buffer_queries.files_on_disk(session),
-        smallest_queued=buffer_queries.smallest_queued_bytes(session),
+        smallest_queued=buffer_queries.smallest_queued_bytes(session, libraries),
     )
 
 

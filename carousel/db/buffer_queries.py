@@ -204,7 +204,9 @@ def files_on_disk(session: Session) -> int:
     return int(session.scalar(select(func.count()).where(FILES.c.disk_used_at.is_not(None))) or 0)
 
 
-def smallest_queued_bytes(session: Session) -> int | None:
-    """The smallest file waiting in the queue: the buffer is full for the queue when less room is left."""
-    size = session.scalar(select(func.min(FILES.c.size_bytes)).where(FILES.c.state == FileState.QUEUED.value))
+def smallest_queued_bytes(session: Session, libraries: Collection[str]) -> int | None:
+    """The smallest file queued for one of `libraries` (the site's: a removed library's files are read by no
+    cycle): the buffer is full for the queue when less room is left."""
+    queued = (FILES.c.state == FileState.QUEUED.value, FILES.c.library.in_(sorted(libraries)))
+    size = session.scalar(select(func.min(FILES.c.size_bytes)).where(*queued))
     return None if size is None else int(size)

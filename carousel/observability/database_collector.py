@@ -1,11 +1,12 @@
 """Figures read from the database when Prometheus scrapes: the queue by state and group (one GROUP BY over
-the files not yet ended) and the drive efficiency over the last hour (the reports' own arithmetic over that
-hour's reads and mounts). A database that does not answer gives `carousel_database_up 0` and no queue
-figures, never a failed scrape."""
+the files not yet ended), the tapes the site's libraries have work on, the files that wait for a library the
+settings no longer name (no cycle reads them: carousel.cli.strays) and the drive efficiency over the last
+hour (the reports' own arithmetic over that hour's reads and mounts). A database that does not answer gives
+`carousel_database_up 0` and no queue figures, never a failed scrape."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from datetime import timedelta
 
 import structlog
@@ -14,6 +15,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from carousel.db.library_queries import StrandedWork, waiting_outside
 from carousel.db.overview_queries import QueueCell, count_tapes_with_work, queue_by_state_and_group
 from carousel.db.report_queries import split_drive_key
 from carousel.domain.clock import Clock
@@ -42,7 +44,14 @@ def _families() -> dict[str, GaugeMetricFamily]:
             "Age of the oldest file waiting for the scheduler (UNRESOLVED or QUEUED), by group",
             labels=["group"],
         ),
-        "tapes": GaugeMetricFamily("carousel_tapes_with_work", "Tapes with files queued or in flight"),
+        "tapes": GaugeMetricFamily(
+            "carousel_tapes_with_work", "Tapes of the site's libraries with files queued or in flight"
+        ),
+        "stranded": GaugeMetricFamily(
+            "carousel_stranded_files",
+            "Files queued or in flight for a library the settings no longer name: no cycle reads them",
+            labels=["library", "kind"],
+        ),
         "drive": GaugeMetricFamily(
             "carousel_drive_efficiency_ratio",
             "Reading time / mounted time over the last hour, by library and drive",
@@ -55,9 +64,13 @@ def _families() -> dict[str, GaugeMetricFamily]:
 
 
 class DatabaseCollector(Collector):
-    def __init__(self, session_factory: sessionmaker[Session], clock: Clock) -> None:
+    def __init__(
+        self, session_factory: sessionmaker[Session], clock: Clock, libraries: Collection[str] | None = None
+    ) -> None:
+        """`libraries`: the site's library names (None: every library's tapes, no stranded files)."""
         self._session_factory = session_factory
         self._clock = clock
+        self._libraries = libraries
 
     def describe(self) -> Iterable[Metric]:
         return list(_families().values())
@@ -68,7 +81,8 @@ class DatabaseCollector(Collector):
         try:
             with self._session_factory() as session:
                 cells = queue_by_state_and_group(session)
-                tapes = count_tapes_with_work(session)
+                tapes = count_tapes_with_work(session, self._libraries)
+                stranded = [] if self._libraries is None else waiting_outside(session, self._libraries)
                 window = make_window(now - EFFICIENCY_WINDOW, now, Bucket.HOUR, now)
                 drives = totals_by_key(tally(session, window, now, "drive"))
         except SQLAlchemyError as exc:
@@ -79,6 +93,7 @@ class DatabaseCollector(Collector):
         families["up"].add_metric([], 1)
         self._queue(families, cells, now.timestamp())
         families["tapes"].add_metric([], tapes)
+        self._stranded(families["stranded"], stranded)
         library = Tally()
         for key, one in sorted(drives.items(), key=lambda item: split_drive_key(item[0])):
             library.add(one)
@@ -87,6 +102,12 @@ class DatabaseCollector(Collector):
         if library.mounted_s > 0:
             families["library"].add_metric([], library.reading_s / library.mounted_s)
         yield from families.values()
+
+    @staticmethod
+    def _stranded(family: GaugeMetricFamily, stranded: list[StrandedWork]) -> None:
+        for library in stranded:
+            family.add_metric([library.library, "queued"], library.queued)
+            family.add_metric([library.library, "in_flight"], library.in_flight)
 
     @staticmethod
     def _queue(families: dict[str, GaugeMetricFamily], cells: list[QueueCell], now_s: float) -> None:

@@ -9,8 +9,9 @@ gauges the one last set), so no scrape sees a counter go back.
 Two kinds of figures:
 - counted by this process as things happen: submissions (from the API), HTTP requests (from the request
   middleware) and, where a cycle runs, the cycles' figures (carousel.observability.cycle_metrics);
-- read from the database at scrape time (`DatabaseCollector`): the queue by state and group, and the drive
-  efficiency over the last hour. These are the same whichever process is scraped.
+- read from the database at scrape time (`DatabaseCollector`): the queue by state and group, the tapes with
+  work, the files waiting for a library the settings no longer name, and the drive efficiency over the last
+  hour. These are the same whichever process is scraped.
 
 Names and meanings are listed in docs/operations.md.
 """
@@ -65,13 +66,14 @@ class ServiceMetrics:
             buckets=HTTP_BUCKETS_S,
             registry=r,
         )
-        self.cycle = CycleMetrics(r, libraries) if cycles else None
+        self._libraries = tuple(libraries)
+        self.cycle = CycleMetrics(r, self._libraries) if cycles else None
         self._database: DatabaseCollector | None = None
 
     def watch_database(self, session_factory: sessionmaker[Session], clock: Clock) -> None:
         """Add the figures read from the database at scrape time (once; later calls change nothing)."""
         if self._database is None:
-            self._database = DatabaseCollector(session_factory, clock)
+            self._database = DatabaseCollector(session_factory, clock, self._libraries or None)
             self.registry.register(self._database)
 
     def exposition(self) -> CollectorRegistry:

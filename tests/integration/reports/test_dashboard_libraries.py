@@ -8,13 +8,16 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+from prometheus_client import CollectorRegistry
 from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.dashboard.render import render_dashboard
 from carousel.dashboard.view import Dashboard, build_dashboard
+from carousel.db import buffer_queries
 from carousel.db.library_queries import StrandedWork
 from carousel.domain.clock import ManualClock
 from carousel.domain.states import FileState
+from carousel.observability.database_collector import DatabaseCollector
 from hsm_adapters.base import HsmAdapter
 from hsm_adapters.simulated.adapter import build_simulated_adapter
 from hsm_adapters.site import Site
@@ -104,3 +107,45 @@ def test_on_a_site_the_files_of_a_library_it_lacks_are_apart(
     assert (dashboard.waiting_total, dashboard.in_flight_total, dashboard.tapes_with_work) == (2, 0, 2)
     html = render_dashboard(dashboard, refresh_s=60)
     assert "1 file waits for library c, which is not in the settings" in html
+
+
+def test_metrics_tell_the_files_of_a_library_not_in_the_settings_apart(
+    session_factory: sessionmaker[Session],
+) -> None:
+    """The scrape's figures: the tapes of the site's libraries only, and the stranded files per library and
+    kind, for an alert; without the site's names (no libraries given), every tape and no stranded figure."""
+    add_files(session_factory, "default", "A1", [FileState.QUEUED])
+    add_files(session_factory, "b", "B1", [FileState.QUEUED] * 3)
+    add_files(session_factory, "b", "B2", [FileState.SUBMITTED])
+
+    def scraped(libraries: tuple[str, ...] | None) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        registry = CollectorRegistry()
+        registry.register(DatabaseCollector(session_factory, ManualClock(NOW), libraries))
+        return {
+            (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in registry.collect()
+            for sample in family.samples
+            if sample.name in ("carousel_tapes_with_work", "carousel_stranded_files")
+        }
+
+    assert scraped(("default",)) == {
+        ("carousel_tapes_with_work", ()): 1.0,
+        ("carousel_stranded_files", (("kind", "queued"), ("library", "b"))): 3.0,
+        ("carousel_stranded_files", (("kind", "in_flight"), ("library", "b"))): 1.0,
+    }
+    assert scraped(None) == {("carousel_tapes_with_work", ()): 3.0}
+
+
+def test_the_smallest_queued_file_is_one_a_running_library_reads(
+    session_factory: sessionmaker[Session],
+) -> None:
+    """Whether the buffer is full for the queue is asked of the files a cycle could admit: a removed library's
+    small file would call a buffer full that still has room for every file the site reads."""
+    stray = queued("/b/B1/0", "B1", 0, EPOCH, size=10)
+    stray.library = "b"
+    mine = queued("/default/A1/0", "A1", 0, EPOCH, size=5_000)
+    add_request(session_factory, [stray, mine], EPOCH)
+    with session_factory() as session:
+        assert buffer_queries.smallest_queued_bytes(session, ["default"]) == 5_000
+        assert buffer_queries.smallest_queued_bytes(session, ["default", "b"]) == 10
+        assert buffer_queries.smallest_queued_bytes(session, ["c"]) is None
