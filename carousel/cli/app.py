@@ -22,7 +22,7 @@ from typer.core import TyperGroup
 
 from carousel.cli.console import ERROR_EXIT, CliFailure, err, out
 from carousel.cli.media import drive_app, tape_app
-from carousel.cli.outlook import outlook_lines
+from carousel.cli.outlook import files_word, outlook_lines
 from carousel.cli.plugins import add_plugin_commands
 from carousel.cli.policy import policy_app
 from carousel.cli.report import report
@@ -265,7 +265,7 @@ def submit(
         body["group"] = group
     answer = _call("POST", f"{_base_url(url)}{NATIVE}/requests", json=body)
     out.print(answer["id"])
-    err.print(f"{answer['files_total']} files requested")
+    err.print(f"{files_word(answer['files_total'])} requested")
 
 
 def _summary(base: str, request_id: str) -> dict[str, Any]:

@@ -45,18 +45,19 @@ def outlook_lines(outlook: Mapping[str, Any] | None) -> list[str]:
     if several:
         for own in outlook["libraries"]:
             eta = _when(own["eta"]) if own["eta"] is not None else "unknown"
-            ahead = "not placed" if own["position"] is None else f"{_files(own['position'])} ahead"
+            ahead = "not placed" if own["position"] is None else f"{files_word(own['position'])} ahead"
             lines.append(f"library {own['library']}: {ahead}, eta {eta}")
     for wait in outlook["waiting"]:
         where = f" (library {wait['library']})" if several and wait.get("library") else ""
-        lines.append(f"waiting{where}: {_files(wait['files'])} {wait['code']}: {wait['reason']}")
+        lines.append(f"waiting{where}: {files_word(wait['files'])} {wait['code']}: {wait['reason']}")
     if outlook["note"]:
         lines.append(f"note: {outlook['note']}")
     lines.append(f"(outlook of {_when(outlook['computed_at'])})")
     return lines
 
 
-def _files(count: int) -> str:
+def files_word(count: int) -> str:
+    """ "1 file", "3 files": how every line of the command line counts files."""
     return "1 file" if count == 1 else f"{count} files"
 
 

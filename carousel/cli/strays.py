@@ -11,6 +11,7 @@ import structlog
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from carousel.cli.outlook import files_word
 from carousel.db.engine import transaction
 from carousel.db.library_queries import StrandedWork, waiting_outside
 
@@ -25,10 +26,6 @@ def stray_words(stray: StrandedWork) -> str:
         f" {'waits' if stray.files == 1 else 'wait'} for it"
         f" ({stray.queued} queued, {stray.in_flight} in flight): no cycle reads them; {WHAT_TO_DO}"
     )
-
-
-def files_word(count: int) -> str:
-    return f"{count} file" if count == 1 else f"{count} files"
 
 
 def stray_libraries(session_factory: sessionmaker[Session], named: Collection[str]) -> list[StrandedWork]:

@@ -115,7 +115,7 @@ def test_submit_from_a_file_and_from_stdin(live: Live, tmp_path: Path):
     assert "3 files requested" in err
     code, _, err = cli("submit", "--from-file", "-", "--url", live.url, stdin=paths[3] + "\n")
     assert code == 0, err
-    assert "1 files requested" in err
+    assert "1 file requested" in err
 
 
 def test_cancel_then_status(live: Live):
