@@ -103,6 +103,19 @@ def _renderer(log_format: LogFormat, stream: TextIO) -> Processor:
     )
 
 
+class _StandardError(logging.StreamHandler[TextIO]):
+    """Writes to standard error as it is when a record comes, as logging's own last resort does: a caller that
+    replaced sys.stderr for a while (a command run in-process with its output captured) and closed it after
+    leaves no handler writing to a closed file for the threads that log on (a served app's)."""
+
+    def __init__(self) -> None:
+        logging.Handler.__init__(self)
+
+    @property
+    def stream(self) -> TextIO:  # type: ignore[override]  # read at each record, never set
+        return sys.stderr
+
+
 def configure_logging(log_format: LogFormat, level: str = "INFO", stream: TextIO | None = None) -> None:
     """Route every log record through structlog to `stream` (standard error by default), rendered as JSON or
     for the console. Calling it again replaces the previous configuration (the last call wins)."""
@@ -128,7 +141,7 @@ def configure_logging(log_format: LogFormat, level: str = "INFO", stream: TextIO
     final.append(redact_secret_keys)
     final.append(_scrubbed(_renderer(log_format, out)))
     formatter = structlog.stdlib.ProcessorFormatter(foreign_pre_chain=_SHARED, processors=final)
-    handler = logging.StreamHandler(out)
+    handler = logging.StreamHandler(stream) if stream is not None else _StandardError()
     handler.setFormatter(formatter)
     root = logging.getLogger()
     for old in list(root.handlers):

@@ -342,14 +342,14 @@ def run_scheduler(settings: Settings, *, once: bool) -> None:
 
 def _describe_library(parts: Parts) -> str:
     """Each adapter's own one-line description when it has one (the simulated library says its size),
-    named by library when there are several."""
+    named by library when the settings name their libraries (their rows carry that name), even one."""
     settings = libraries_of(parts.settings)
 
     def described(name: str, adapter: HsmAdapter) -> str:
         describe = getattr(adapter, "describe", None)
         return str(describe()) if callable(describe) else f"{settings[name].adapter} adapter"
 
-    if len(parts.libraries) == 1:
+    if len(parts.libraries) == 1 and not parts.settings.libraries:
         return described(*next(iter(parts.libraries.items())))
     return "; ".join(f"{name}: {described(name, a)}" for name, a in parts.libraries.items())
 

@@ -229,9 +229,14 @@ def library_now(adapter: HsmAdapter) -> Library:
     except Exception as exc:
         return Library("unknown", None, None, (), problem=f"the library did not answer: {exc}")
     busy = capacity.drives_total - capacity.drives_free
-    describe = getattr(adapter, "describe", None)  # optional, as for library_costs: not in the protocol
+    several = isinstance(adapter, Site) and len(adapter.libraries) > 1
+    # a site of one library (the settings name it) is described as that library
+    described = (
+        next(iter(adapter.libraries.values())) if isinstance(adapter, Site) and not several else adapter
+    )
+    describe = getattr(described, "describe", None)  # optional, as for library_costs: not in the protocol
     description = str(describe()) if callable(describe) else None
-    each = adapter.libraries.items() if isinstance(adapter, Site) and len(adapter.libraries) > 1 else ()
+    each = adapter.libraries.items() if isinstance(adapter, Site) and several else ()
     return Library(
         health.value,
         capacity.drives_total,

@@ -47,6 +47,15 @@ def test_the_scheduler_runs_every_library_of_the_site(tmp_path: Path, sqlite_tem
     assert "health ONLINE" in out and "claimed 0" in out
 
 
+def test_a_site_of_one_named_library_names_it(tmp_path: Path, sqlite_template: Path) -> None:
+    """Its rows carry the name: the banner says it, as for several."""
+    one = SITE.split("[libraries.old]")[0]
+    code, out, err = _run(tmp_path, sqlite_template, one)
+    assert code == 0, err
+    banner = next(line for line in out.splitlines() if line.startswith("library: "))
+    assert banner.startswith("library: new: simulated lto9 library"), banner
+
+
 def test_a_library_that_cannot_be_built_stops_the_start_in_one_line(
     tmp_path: Path, sqlite_template: Path
 ) -> None:

@@ -68,6 +68,15 @@ def test_each_library_of_a_site_is_described(session_factory: sessionmaker[Sessi
         assert f'id="library-description-{name}">{name}: {description}<' in html
 
 
+def test_a_site_of_one_named_library_is_described_as_that_library(
+    session_factory: sessionmaker[Session], site: Site
+) -> None:
+    only = Site({"a": site.libraries["a"]})
+    html = render_dashboard(view(session_factory, only), refresh_s=60)
+    description = site.libraries["a"].describe()  # type: ignore[attr-defined]
+    assert f'id="library-description">{description}<' in html
+
+
 def test_files_of_a_library_not_in_the_settings_are_said_to_wait_for_it(
     session_factory: sessionmaker[Session],
 ) -> None:
