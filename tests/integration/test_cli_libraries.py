@@ -49,7 +49,7 @@ def test_the_scheduler_runs_every_library_of_the_site(tmp_path: Path, sqlite_tem
 
 def test_a_site_of_one_named_library_names_it(tmp_path: Path, sqlite_template: Path) -> None:
     """Its rows carry the name: the banner says it, as for several."""
-    one = SITE.split("[libraries.old]")[0]
+    one = SITE.split("[libraries.old]", maxsplit=1)[0]
     code, out, err = _run(tmp_path, sqlite_template, one)
     assert code == 0, err
     banner = next(line for line in out.splitlines() if line.startswith("library: "))
