@@ -24,6 +24,12 @@ TAPE_REST = "/api/v1"
 OLD_OFFLINE = {"old": {"offline_windows": [{"start_s": 0.0, "end_s": 60.0}]}}
 
 
+def _submit(admin: Bearer, paths: list[str]) -> str:
+    response = admin.api.request("POST", f"{NATIVE}/requests", json={"paths": paths}, headers=admin.headers)
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
 def _get(admin: Bearer, url: str) -> Any:
     response = admin.api.request("GET", url, headers=admin.headers)
     assert response.status_code == 200, response.text
@@ -40,11 +46,7 @@ def test_a_library_that_cannot_say_is_named_with_what_it_said(
     clock: ManualClock,
     session_factory: sessionmaker[Session],
 ) -> None:
-    response = admin.api.request(
-        "POST", f"{NATIVE}/requests", json={"paths": ["/nowhere", "/new/a"]}, headers=admin.headers
-    )
-    assert response.status_code == 201, response.text
-    request_id = response.json()["id"]
+    request_id = _submit(admin, ["/nowhere", "/new/a"])
     assert files(session_factory)["/nowhere"] == ("UNRESOLVED", "default", None, NOT_FOUND_YET)
 
     outlook = _get(admin, f"{NATIVE}/requests/{request_id}")["outlook"]
@@ -69,16 +71,8 @@ def test_a_file_of_a_library_no_longer_named_waits_for_it_saying_so(
     clock: ManualClock,
     session_factory: sessionmaker[Session],
 ) -> None:
-    response = admin.api.request(
-        "POST", f"{NATIVE}/requests", json={"paths": ["/new/a", "/old/b"]}, headers=admin.headers
-    )
-    assert response.status_code == 201, response.text
-    request_id = response.json()["id"]
-    response = admin.api.request(
-        "POST", f"{NATIVE}/requests", json={"paths": ["/old/b"]}, headers=admin.headers
-    )
-    assert response.status_code == 201, response.text
-    only_old = response.json()["id"]
+    request_id = _submit(admin, ["/new/a", "/old/b"])
+    only_old = _submit(admin, ["/old/b"])
     old = library.libraries.pop("old")  # an admin takes `old` out of the settings: the site is `new` alone
     clock.advance(1)  # a read asks for a fresh projection
 
