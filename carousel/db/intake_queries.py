@@ -48,6 +48,7 @@ from carousel.domain.states import (
     ABANDON,
     ASK_AGAIN,
     FILE_IN_FLIGHT,
+    FILE_TAPE_WORK,
     FILE_TERMINAL,
     FileState,
     LinkState,
@@ -638,6 +639,22 @@ def list_requests(
 
 
 # --- archive info -----------------------------------------------------------------------------------------
+
+
+def waiting_outside_of(session: Session, paths: Sequence[str], libraries: Iterable[str]) -> dict[str, str]:
+    """The paths among `paths` queued or in flight for a library not in `libraries` (one the settings no
+    longer name), each with that library: a new request for one joins its waiting row."""
+    found: dict[str, str] = {}
+    c = FILES.c
+    named = sorted(libraries)
+    for chunk in _chunks(paths):
+        rows = session.execute(
+            select(c.path, c.library).where(
+                c.path.in_(chunk), c.state.in_(values(FILE_TAPE_WORK)), c.library.not_in(named)
+            )
+        )
+        found.update({str(path): str(library) for path, library in rows})
+    return found
 
 
 def disk_copies(session: Session, paths: Sequence[str]) -> set[str]:

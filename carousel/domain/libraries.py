@@ -23,6 +23,15 @@ DEFAULT_LIBRARY = "default"  # the one library of a site that names none
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 
 
+def not_in_settings_words(library: str) -> str:
+    """Why a file whose row names a library the settings no longer name waits: each library's cycle plans,
+    hands over and watches its own files only (carousel.scheduler.site_cycle): none does a thing with it."""
+    return (
+        f"its library {library} is not in this service's settings: nothing reads it nor hears of it, out of"
+        " the estimate, until an admin names that library again (or it is cancelled)"
+    )
+
+
 def library_name_problem(name: str) -> str | None:
     """Why `name` cannot name a library, or None when it can."""
     if _NAME.fullmatch(name) is None:

@@ -1,6 +1,8 @@
 """Archive info: where each file's copies are. Never fails as a whole: a path that is malformed, over the
 per-call limit, or unknown to the library gets its own error; the others their locality. A file whose every
-tape copy is on a broken tape is LOST (docs/api.md, "Archive info"): no stage of it can be read."""
+tape copy is on a broken tape is LOST (docs/api.md, "Archive info"): no stage of it can be read. A file no
+library of the site has, queued or in flight for one the settings no longer name, gets that library's words
+as its error (a stage of it joins that wait)."""
 
 from __future__ import annotations
 
@@ -13,11 +15,12 @@ from carousel.db import intake_queries as q
 from carousel.db.media_queries import broken_tapes
 from carousel.domain.errors import InvalidInput
 from carousel.domain.grants import UNRESTRICTED, Grants, require_some_poll_scope
-from carousel.domain.libraries import DEFAULT_LIBRARY
+from carousel.domain.libraries import DEFAULT_LIBRARY, not_in_settings_words
 from carousel.intake.access import NOT_COVERED
 from carousel.intake.model import ArchiveInfo, Locality
 from carousel.intake.paths import normalise_path
 from hsm_adapters.base import HsmAdapter, LookupResult, NotOnTape, OnTape, Unknown
+from hsm_adapters.site import site_adapters
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +86,14 @@ def archive_info(
             )
             for result in results
         }
+        # a path no library of the site has may still wait in one the settings no longer name: a stage of it
+        # joins that wait, so say so rather than that it is in no library
+        absent = [path for path, info in by_path.items() if info.error is not None]
+        if absent:
+            stranded = q.waiting_outside_of(session, absent, site_adapters(adapter))
+            by_path.update(
+                {p: ArchiveInfo(p, error=not_in_settings_words(lib)) for p, lib in stranded.items()}
+            )
 
     entries = []
     for index, raw in enumerate(raw_paths):

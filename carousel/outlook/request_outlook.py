@@ -40,15 +40,6 @@ _SUBMITTED_SINCE_WORDS = "submitted after the outlook was made: in the next one"
 _QUEUED_SINCE_WORDS = "queued on this tape after the outlook was made: in the next one"
 
 
-def not_in_settings_words(library: str) -> str:
-    """Why a file of a library the settings no longer name waits: each library's cycle plans, hands over and
-    watches its own files only (carousel.scheduler.site_cycle), so none does anything with it."""
-    return (
-        f"its library {library} is not in this service's settings: nothing reads it nor hears of it, out of"
-        " the estimate, until an admin names that library again (or it is cancelled)"
-    )
-
-
 def absent_libraries_note(libraries: Sequence[str]) -> str:
     """The outlook's note when every pending file of a request waits for a library the settings no longer
     name: nothing places them by itself, so the note says what would (not "yet")."""

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from carousel.config import Settings
 from carousel.domain.buffer import after_claims
 from carousel.domain.clock import Clock
+from carousel.domain.libraries import not_in_settings_words
 from carousel.domain.planning import Plan, Snapshot
 from carousel.domain.queue import RequestWork
 from carousel.outlook.projection import Projection, project
@@ -28,7 +29,6 @@ from carousel.outlook.request_outlook import (
     RequestOutlook,
     WaitReason,
     absent_libraries_note,
-    not_in_settings_words,
     request_outlook,
 )
 from carousel.scheduler.live_snapshot import live_buffer, live_queue_store, live_snapshot

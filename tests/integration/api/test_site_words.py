@@ -14,7 +14,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from carousel.cli.outlook import outlook_lines
 from carousel.domain.clock import ManualClock
-from carousel.outlook.request_outlook import absent_libraries_note, not_in_settings_words
+from carousel.domain.libraries import not_in_settings_words
+from carousel.outlook.request_outlook import absent_libraries_note
 from hsm_adapters.site import Site
 from tests.integration.api.conftest import Bearer
 from tests.integration.api.test_site_media import faults, files, library, site_cycle, step  # noqa: F401 - fixtures
@@ -96,6 +97,15 @@ def test_a_file_of_a_library_no_longer_named_waits_for_it_saying_so(
     lines = outlook_lines(outlook)
     assert lines[0] == "position: none while its library old is not in this service's settings"
     assert not any("yet" in line for line in lines if not line.startswith("waiting"))
+
+    # archive info says the same of it, where the site alone would say it is in no library; a path in no
+    # library at all keeps the library's own words
+    response = admin.post(f"{TAPE_REST}/archiveinfo", json={"paths": ["/old/b", "/nowhere"]})
+    assert response.status_code == 200, response.text
+    assert response.json() == [
+        {"path": "/old/b", "error": words},
+        {"path": "/nowhere", "error": "not in the library"},
+    ]
 
     cycle = site_cycle(session_factory, library, clock)  # the site's cycle: `new` alone
     step(cycle, clock, lambda: files(session_factory)["/new/a"][0] == "STAGED")

@@ -8,13 +8,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from carousel.domain.buffer import BUFFER_FULL, BufferView
+from carousel.domain.libraries import not_in_settings_words
 from carousel.domain.queue import RequestWork
 from carousel.outlook.projection import project
 from carousel.outlook.request_outlook import (
     LIBRARY_NOT_IN_SETTINGS,
     TAPE_UNKNOWN,
     absent_libraries_note,
-    not_in_settings_words,
 )
 from carousel.outlook.site import SiteProjection, project_snapshots, site_request_outlook
 from policies.base import Policy
