@@ -230,12 +230,12 @@ def library_now(adapter: HsmAdapter) -> Library:
         return Library("unknown", None, None, (), problem=f"the library did not answer: {exc}")
     busy = capacity.drives_total - capacity.drives_free
     several = isinstance(adapter, Site) and len(adapter.libraries) > 1
-    # a site of one library (the settings name it) is described as that library
-    described = (
-        next(iter(adapter.libraries.values())) if isinstance(adapter, Site) and not several else adapter
-    )
-    describe = getattr(described, "describe", None)  # optional, as for library_costs: not in the protocol
+    # a site of one library (the settings name it) is described as that library, named as the banner names it
+    named = next(iter(adapter.libraries.items())) if isinstance(adapter, Site) and not several else None
+    describe = getattr(named[1] if named else adapter, "describe", None)  # optional: not in the protocol
     description = str(describe()) if callable(describe) else None
+    if named is not None and description is not None:
+        description = f"{named[0]}: {description}"
     each = adapter.libraries.items() if isinstance(adapter, Site) and several else ()
     return Library(
         health.value,

@@ -74,7 +74,7 @@ def test_a_site_of_one_named_library_is_described_as_that_library(
     only = Site({"a": site.libraries["a"]})
     html = render_dashboard(view(session_factory, only), refresh_s=60)
     description = site.libraries["a"].describe()  # type: ignore[attr-defined]
-    assert f'id="library-description">{description}<' in html
+    assert f'id="library-description">a: {description}<' in html  # named, as the banner names it
 
 
 def test_files_of_a_library_not_in_the_settings_are_said_to_wait_for_it(
