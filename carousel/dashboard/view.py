@@ -23,7 +23,6 @@ from carousel.db.overview_queries import (
 )
 from carousel.db.report_queries import history_began, split_drive_key
 from carousel.domain.buffer import BufferLimits, BufferUsage, admissible_bytes, epoch_s, free_bytes
-from carousel.domain.libraries import DEFAULT_LIBRARY
 from carousel.domain.media import DriveStatus, TapeStatus
 from carousel.domain.planning import LibraryCosts
 from carousel.domain.states import FILE_ACTIVE, FILE_IN_FLIGHT, FILE_WAITING, FileState
@@ -214,13 +213,6 @@ def _groups(cells: list[QueueCell]) -> list[GroupQueue]:
     return out
 
 
-def library_names(adapter: HsmAdapter) -> Collection[str]:
-    """The libraries the service runs: a site's, the settings' names (`carousel serve` makes a site of them
-    when the settings name their libraries, even one), else the one library `default`. Files whose row names
-    another wait for a library the settings no longer name."""
-    return tuple(adapter.libraries) if isinstance(adapter, Site) else (DEFAULT_LIBRARY,)
-
-
 def library_now(adapter: HsmAdapter) -> Library:
     """The adapter's health and capacity, asked now; an adapter that fails is shown, not hidden."""
     try:
@@ -282,7 +274,9 @@ def build_dashboard(
     site: str,
     buffer: BufferLimits | None = None,
 ) -> Dashboard:
-    libraries = library_names(adapter)
+    # the libraries the service runs (a site's, as the settings name them, else `default`): files whose row
+    # names another wait for a library the settings no longer name
+    libraries = tuple(site_adapters(adapter))
     cells = queue_by_state_and_group(session)
     totals = {state: sum(c.files for c in cells if c.state is state) for state in STATES}
     held, held_total = held_tape_statuses(session, HELD_TAPES_SHOWN)
@@ -296,7 +290,7 @@ def build_dashboard(
         library=library_now(adapter),
         throughput=throughput(session, now, costs),
         policy_changes=recent_policy_changes(session, POLICY_CHANGES_SHOWN),
-        buffer=buffer_panel(session, buffer, now, site_adapters(adapter)) if buffer is not None else None,
+        buffer=buffer_panel(session, buffer, now, libraries) if buffer is not None else None,
         held_tapes=held,
         held_tapes_total=held_total,
         drives_down=drives_down(session),
